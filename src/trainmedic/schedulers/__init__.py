@@ -1,0 +1,1 @@
+"""Scheduler adapters: local (embedded), slurm, fake (unit tests)."""
