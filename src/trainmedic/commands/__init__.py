@@ -1,0 +1,1 @@
+"""One module per ``trainmedic`` subcommand: ``add_arguments`` and ``run``."""
