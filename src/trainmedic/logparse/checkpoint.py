@@ -1,0 +1,40 @@
+"""Checkpoint-saved lines: the iteration a restart would resume from.
+
+Recognised: ``saved checkpoint at iteration N`` (Megatron prints ``successfully saved
+checkpoint at iteration       N to ...``), trainmedic's trainer ``checkpoint saved iter=N
+path=...``, HF Trainer ``Saving model checkpoint to out/checkpoint-500``, DeepSpeed
+``.../global_step500/...``, Lightning ``saving model to '.../epoch=0-step=500.ckpt'`` and generic
+``saved checkpoint ... step N`` phrasings.
+"""
+
+from __future__ import annotations
+
+import re
+
+_PATTERNS = (
+    re.compile(r"saved checkpoint (?:at|for) (?:iteration|iter|step)\s*[:=]?\s*(\d+)", re.I),
+    re.compile(r"checkpoint saved\b.*?\b(?:iter|iteration|step)\s*[=: ]\s*(\d+)", re.I),
+    re.compile(r"saving model checkpoint to \S*?checkpoint-(\d+)", re.I),
+    re.compile(r"(?:saving|saved)\b.*?\bglobal_step(\d+)", re.I),
+    re.compile(r"checkpoint global_step(\d+) is ready", re.I),
+    re.compile(r"(?:saving model to|saving checkpoint|saved checkpoint)\b.*?\bstep[=_](\d+)", re.I),
+    re.compile(
+        r"(?:saved|saving|wrote) checkpoint\b.*?\b(?:iteration|iter|step)\s*[:=#]?\s*(\d+)", re.I
+    ),
+)
+
+
+def parse_checkpoint(body: str) -> int | None:
+    """The iteration of a completed (or started) checkpoint save named by ``body``."""
+    lowered = body.lower()
+    if (
+        "checkpoint" not in lowered
+        and "saving model" not in lowered
+        and "global_step" not in lowered
+    ):
+        return None
+    for pattern in _PATTERNS:
+        m = pattern.search(body)
+        if m:
+            return int(m.group(1))
+    return None

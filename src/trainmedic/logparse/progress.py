@@ -1,0 +1,206 @@
+"""Training progress lines: which iteration a job reached, how fast, with what loss.
+
+Recognised (``parse_progress`` takes the message after the line prefix):
+
+* trainmedic's own trainer: ``node=node2 iter=120 loss=0.53 step_s=0.012 compute_s=0.008
+  wait_s=0.004 samples_per_s=2601.3``
+* Megatron: `` iteration      100/  500000 | ... | elapsed time per iteration (ms): 1234.5 |
+  ... lm loss: 5.4E+00 | ... grad norm: 1.2 |``
+* tqdm bars (HF Trainer, Lightning ``Epoch 0:  45%|██ | 450/1000 [00:30<00:36, 15.0it/s,
+  loss=0.5]``, any described bar): iteration, speed, elapsed time and the bar's description
+* HF Trainer log dicts (``{'loss': 2.31, 'learning_rate': 5e-05, 'epoch': 0.1}``) only when they
+  carry a ``step``: without one the dict says nothing about *which* iteration it is.
+* plain ``step 100 loss 2.3``, ``Iteration 100``, ``iter 100``, ``Step 100/1000``
+
+``parse_progress_json`` reads trainmedic's JSONL progress protocol (one object per line).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressLine:
+    """One progress report. Times in seconds; ``None`` means "not printed", never 0."""
+
+    iteration: int
+    loss: float | None = None
+    step_time: float | None = None
+    compute_time: float | None = None
+    wait_time: float | None = None
+    samples_per_s: float | None = None
+    grad_norm: float | None = None
+    elapsed_s: float | None = None  # tqdm: time since the bar started
+    label: str = ""  # tqdm: the bar's description ("Epoch 0", "Preparing test set...")
+    rank: int | None = None  # JSONL protocol only
+    time: float | None = None  # JSONL protocol only: Unix seconds
+
+
+_FLOAT = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|NaN|inf|-inf)"
+_KV = re.compile(r"(\w+)=(\S+)")
+_TRAINER = re.compile(r"(?:^|\s)iter=(\d+)(?:\s|$)")
+_MEGATRON = re.compile(r"\biteration\s+(\d+)\s*/\s*\d+\s*\|")
+_MEG_FIELDS = {
+    "step_time": re.compile(r"elapsed time per iteration \(ms\):\s*" + _FLOAT),
+    "loss": re.compile(r"\b(?:lm )?loss:\s*" + _FLOAT),
+    "grad_norm": re.compile(r"grad norm:\s*" + _FLOAT),
+    "samples_per_s": re.compile(r"samples per second:\s*" + _FLOAT),
+}
+_TQDM = re.compile(
+    r"(?:(.*?):?\s*)?\d{1,3}%\|[^|]*\|\s*(\d+)/(\d+|\?)\s*\[([\d:]+)<[^,\]]*"
+    r"(?:,\s*" + _FLOAT + r"\s*(it/s|s/it))?([^\]]*)\]"
+)
+_TQDM_LOSS = re.compile(r"\bloss=" + _FLOAT)
+_DICT = re.compile(r"\{'(?:loss|train_loss|eval_loss|grad_norm|learning_rate)'.*\}")
+_PLAIN = re.compile(r"\b(?:step|iter|iteration)\b\s*[:=#]?\s*\[?(\d+)(?:\s*/\s*\d+)?\]?", re.I)
+_PLAIN_LOSS = re.compile(r"\bloss\b\s*[:=]?\s*" + _FLOAT, re.I)
+
+_TRAINER_KEYS = {
+    "loss": "loss",
+    "step_s": "step_time",
+    "compute_s": "compute_time",
+    "wait_s": "wait_time",
+    "samples_per_s": "samples_per_s",
+    "grad_norm": "grad_norm",
+}
+
+
+def _num(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        return float(text.rstrip(",;|"))
+    except ValueError:
+        return None
+
+
+def _clock(text: str) -> float | None:
+    """``[1:02:03`` / ``29:02`` -> seconds."""
+    total = 0.0
+    for part in text.split(":"):
+        if not part.isdigit():
+            return None
+        total = total * 60 + int(part)
+    return total
+
+
+def parse_progress(body: str) -> ProgressLine | None:
+    """The progress a line reports, or ``None`` when it reports none."""
+    m = _TRAINER.search(body)
+    if m:
+        fields: dict[str, float | None] = {}
+        for key, value in _KV.findall(body):
+            if key in _TRAINER_KEYS:
+                fields[_TRAINER_KEYS[key]] = _num(value)
+        return ProgressLine(iteration=int(m.group(1)), **fields)  # type: ignore[arg-type]
+    m = _MEGATRON.search(body)
+    if m:
+        return _megatron(int(m.group(1)), body)
+    if "%|" in body:
+        return _tqdm(body)
+    if "{'" in body:
+        return _hf_dict(body)
+    m = _PLAIN.search(body)
+    if m:
+        lm = _PLAIN_LOSS.search(body, m.end())
+        return ProgressLine(iteration=int(m.group(1)), loss=_num(lm.group(1)) if lm else None)
+    return None
+
+
+def _megatron(iteration: int, body: str) -> ProgressLine:
+    found = {}
+    for name, pattern in _MEG_FIELDS.items():
+        fm = pattern.search(body)
+        found[name] = _num(fm.group(1)) if fm else None
+    step_ms = found["step_time"]
+    return ProgressLine(
+        iteration=iteration,
+        loss=found["loss"],
+        step_time=step_ms / 1000.0 if step_ms is not None else None,
+        grad_norm=found["grad_norm"],
+        samples_per_s=found["samples_per_s"],
+    )
+
+
+def _tqdm(body: str) -> ProgressLine | None:
+    # A carriage-return-updated bar leaves many states on one line: the last one counts.
+    text = body[body.rfind("\r") + 1 :] if "\r" in body else body
+    matches = list(_TQDM.finditer(text))
+    if not matches:
+        return None
+    m = matches[-1]
+    rate, unit = _num(m.group(5)), m.group(6)
+    step_time = None
+    if rate is not None and rate > 0:
+        step_time = rate if unit == "s/it" else 1.0 / rate
+    lm = _TQDM_LOSS.search(m.group(7) or "")
+    label = (m.group(1) or "").strip().rstrip(":").strip()
+    return ProgressLine(
+        iteration=int(m.group(2)),
+        step_time=step_time,
+        loss=_num(lm.group(1)) if lm else None,
+        elapsed_s=_clock(m.group(4)),
+        label=label[-80:],
+    )
+
+
+def _hf_dict(body: str) -> ProgressLine | None:
+    m = _DICT.search(body)
+    if not m:
+        return None
+    keys = dict(re.findall(r"'(\w+)':\s*'?" + _FLOAT, m.group(0)))
+    step = keys.get("step") or keys.get("global_step")
+    if step is None:
+        return None
+    return ProgressLine(
+        iteration=int(float(step)),
+        loss=_num(keys.get("loss") or keys.get("train_loss")),
+        grad_norm=_num(keys.get("grad_norm")),
+    )
+
+
+def parse_progress_json(line: str) -> ProgressLine | None:
+    """One line of the JSONL progress protocol: ``{"iteration": 12, "loss": 0.5, ...}``."""
+    text = line.strip()
+    if not text.startswith("{") or '"iteration"' not in text:
+        return None
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    iteration = obj.get("iteration")
+    if not isinstance(iteration, int) or isinstance(iteration, bool):
+        return None
+
+    def real(key: str) -> float | None:
+        value = obj.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return float(value)
+
+    rank = obj.get("rank")
+    return ProgressLine(
+        iteration=iteration,
+        loss=real("loss"),
+        step_time=real("step_time"),
+        compute_time=real("compute_time"),
+        wait_time=real("wait_time"),
+        samples_per_s=real("samples_per_s"),
+        grad_norm=real("grad_norm"),
+        rank=rank if isinstance(rank, int) and not isinstance(rank, bool) else None,
+        time=real("time"),
+    )
+
+
+def is_finite_loss(progress: ProgressLine) -> bool:
+    """False when the line reports a NaN or infinite loss or grad norm."""
+    for value in (progress.loss, progress.grad_norm):
+        if value is not None and not math.isfinite(value):
+            return False
+    return True
