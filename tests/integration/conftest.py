@@ -1,0 +1,23 @@
+"""Shared fixtures for real-component tests: one lab Slurm cluster per test session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from trainmedic.slurmlab import SlurmCluster, SlurmLabUnavailable
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    """4 nodes (node1..node4, 2 CPUs each), cred_expire=10: a requeued job restarts in ~11 s."""
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"), nodes=4, cred_expire=10)
+    try:
+        cluster.start()
+    except SlurmLabUnavailable as err:
+        pytest.skip(str(err))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
