@@ -1,0 +1,57 @@
+"""The service's state: jobs, attempts, incidents, advice, holds and node history.
+
+``Store(url)`` works on SQLite (default; WAL, shared by several processes) and PostgreSQL
+(``postgresql://...``, through psycopg 3). All timestamps are Unix-seconds floats chosen by
+the caller. Every database error surfaces as ``trainmedic.errors.StoreError`` (``NotFound``
+and ``InvalidTransition`` are subclasses).
+
+Importing this package imports SQLAlchemy: keep it out of anything ``analyze`` imports.
+"""
+
+from __future__ import annotations
+
+from trainmedic.store.advice import AdviceRepository
+from trainmedic.store.base import InvalidTransition, NotFound, normalise_url
+from trainmedic.store.incidents import IncidentsRepository
+from trainmedic.store.jobs import JobsRepository
+from trainmedic.store.nodes import NodesRepository
+from trainmedic.store.records import (
+    ADVICE_TRANSITIONS,
+    AdviceMode,
+    AdviceRecord,
+    AdviceStatus,
+    AttemptRecord,
+    HoldRecord,
+    IncidentRecord,
+    JobRecord,
+    JobSpec,
+    NodeEvent,
+)
+
+
+class Store(JobsRepository, IncidentsRepository, AdviceRepository, NodesRepository):
+    """Every repository over one engine: ``Store("sqlite:///path/state.db")``."""
+
+
+def sqlite_url(path: str) -> str:
+    """The SQLAlchemy URL of an SQLite file."""
+    return f"sqlite:///{path}"
+
+
+__all__ = [
+    "ADVICE_TRANSITIONS",
+    "AdviceMode",
+    "AdviceRecord",
+    "AdviceStatus",
+    "AttemptRecord",
+    "HoldRecord",
+    "IncidentRecord",
+    "InvalidTransition",
+    "JobRecord",
+    "JobSpec",
+    "NodeEvent",
+    "NotFound",
+    "Store",
+    "normalise_url",
+    "sqlite_url",
+]

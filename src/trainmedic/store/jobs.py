@@ -1,0 +1,177 @@
+"""Jobs and their attempts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from trainmedic.store import schema
+from trainmedic.store.base import DuplicateKey, NotFound, StoreBase
+from trainmedic.store.codec import attempt_from_row, job_from_row, spec_to_dict
+from trainmedic.store.records import AttemptRecord, JobRecord, JobSpec
+
+_jobs = schema.jobs
+_attempts = schema.attempts
+
+
+class JobsRepository(StoreBase):
+    def register_job(
+        self,
+        job_id: str,
+        scheduler: str,
+        *,
+        now: float,
+        name: str = "",
+        spec: JobSpec | None = None,
+    ) -> JobRecord:
+        """Start watching a job, or update its name/scheduler/spec when already registered.
+
+        ``registered_at``, state, attempt and progress of a known job are kept: registering
+        twice (a service restarted, a client retrying) changes nothing else.
+        """
+        values = {
+            "scheduler": scheduler,
+            "name": name,
+            "spec": spec_to_dict(spec or JobSpec()),
+        }
+        for _ in range(3):
+            try:
+                with self._write(f"register job {job_id}") as conn:
+                    updated = conn.execute(
+                        sa.update(_jobs).where(_jobs.c.job_id == job_id).values(**values)
+                    ).rowcount
+                    if not updated:
+                        conn.execute(
+                            sa.insert(_jobs).values(job_id=job_id, registered_at=now, **values)
+                        )
+                break
+            except DuplicateKey:
+                continue  # registered concurrently: the next round updates it
+        job = self.get_job(job_id)
+        if job is None:
+            raise NotFound(f"job {job_id!r} vanished while being registered")
+        return job
+
+    def get_job(self, job_id: str) -> JobRecord | None:
+        with self._read(f"get job {job_id}") as conn:
+            row = conn.execute(sa.select(_jobs).where(_jobs.c.job_id == job_id)).mappings().first()
+        return job_from_row(row) if row else None
+
+    def list_jobs(self) -> list[JobRecord]:
+        with self._read("list jobs") as conn:
+            rows = conn.execute(sa.select(_jobs).order_by(_jobs.c.registered_at)).mappings()
+            return [job_from_row(r) for r in rows]
+
+    def update_job_progress(
+        self,
+        job_id: str,
+        *,
+        state: str | None = None,
+        attempt: int | None = None,
+        progress_at: float | None = None,
+        iteration: int | None = None,
+        checkpoint_iteration: int | None = None,
+        checkpoint_at: float | None = None,
+    ) -> None:
+        """Update what is given (None leaves a field alone).
+
+        ``progress_at`` + ``iteration`` also update the job's current attempt row (its first
+        and last progress), which the goodput metric reads. The service should batch progress
+        (one call per job per poll), not write once per training step.
+        """
+        values: dict[str, Any] = {}
+        if state is not None:
+            values["state"] = state
+        if attempt is not None:
+            values["attempt"] = attempt
+        if progress_at is not None:
+            values["last_progress_at"] = progress_at
+        if iteration is not None:
+            values["last_iteration"] = iteration
+        if checkpoint_iteration is not None:
+            values["last_checkpoint_iteration"] = checkpoint_iteration
+        if checkpoint_at is not None:
+            values["last_checkpoint_at"] = checkpoint_at
+        with self._write(f"update job {job_id}") as conn:
+            if values:
+                updated = conn.execute(
+                    sa.update(_jobs).where(_jobs.c.job_id == job_id).values(**values)
+                ).rowcount
+            else:
+                updated = conn.execute(
+                    sa.select(sa.func.count()).where(_jobs.c.job_id == job_id)
+                ).scalar_one()
+            if not updated:
+                raise NotFound(f"unknown job {job_id!r}")
+            if progress_at is not None and iteration is not None:
+                current = conn.execute(
+                    sa.select(_jobs.c.attempt).where(_jobs.c.job_id == job_id)
+                ).scalar_one()
+                self._attempt_progress(conn, job_id, current, progress_at, iteration)
+
+    @staticmethod
+    def _attempt_progress(
+        conn: sa.Connection, job_id: str, attempt: int, at: float, iteration: int
+    ) -> None:
+        key = (_attempts.c.job_id == job_id) & (_attempts.c.attempt == attempt)
+        conn.execute(
+            sa.update(_attempts)
+            .where(key)
+            .values(
+                first_progress_at=sa.func.coalesce(_attempts.c.first_progress_at, at),
+                first_iteration=sa.func.coalesce(_attempts.c.first_iteration, iteration),
+                last_progress_at=at,
+                last_iteration=iteration,
+            )
+        )
+
+    def record_attempt_start(
+        self, job_id: str, attempt: int, *, started_at: float, nodes: Sequence[str] = ()
+    ) -> AttemptRecord:
+        """Idempotent: a known (job, attempt) keeps its first start time and nodes, unless it
+        had none. Also makes ``attempt`` the job's current attempt when it is newer."""
+        with self._write(f"start attempt {job_id}/{attempt}") as conn:
+            if not conn.execute(
+                sa.select(sa.func.count()).where(_jobs.c.job_id == job_id)
+            ).scalar_one():
+                raise NotFound(f"unknown job {job_id!r}")
+            key = (_attempts.c.job_id == job_id) & (_attempts.c.attempt == attempt)
+            existing = conn.execute(sa.select(_attempts).where(key)).mappings().first()
+            if existing is None:
+                conn.execute(
+                    sa.insert(_attempts).values(
+                        job_id=job_id, attempt=attempt, started_at=started_at, nodes=list(nodes)
+                    )
+                )
+            elif nodes and not existing["nodes"]:
+                conn.execute(sa.update(_attempts).where(key).values(nodes=list(nodes)))
+            conn.execute(
+                sa.update(_jobs)
+                .where((_jobs.c.job_id == job_id) & (_jobs.c.attempt < attempt))
+                .values(attempt=attempt)
+            )
+            row = conn.execute(sa.select(_attempts).where(key)).mappings().one()
+        return attempt_from_row(row)
+
+    def record_attempt_end(
+        self, job_id: str, attempt: int, *, ended_at: float, end_state: str
+    ) -> None:
+        """The first end recorded wins, so re-observing a finished attempt changes nothing."""
+        key = (_attempts.c.job_id == job_id) & (_attempts.c.attempt == attempt)
+        with self._write(f"end attempt {job_id}/{attempt}") as conn:
+            updated = conn.execute(
+                sa.update(_attempts)
+                .where(key & _attempts.c.ended_at.is_(None))
+                .values(ended_at=ended_at, end_state=end_state)
+            ).rowcount
+            if not updated and not conn.execute(sa.select(sa.func.count()).where(key)).scalar_one():
+                raise NotFound(f"unknown attempt {job_id!r}/{attempt}")
+
+    def list_attempts(self, job_id: str | None = None) -> list[AttemptRecord]:
+        query = sa.select(_attempts).order_by(_attempts.c.job_id, _attempts.c.attempt)
+        if job_id is not None:
+            query = query.where(_attempts.c.job_id == job_id)
+        with self._read("list attempts") as conn:
+            return [attempt_from_row(r) for r in conn.execute(query).mappings()]

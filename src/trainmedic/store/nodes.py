@@ -1,0 +1,100 @@
+"""Holds (what the watchdog releases) and node history (across attempts and jobs)."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from trainmedic.model import Category
+from trainmedic.store import schema
+from trainmedic.store.base import StoreBase
+from trainmedic.store.codec import hold_from_row, node_event_from_row
+from trainmedic.store.records import HoldRecord, NodeEvent
+
+_holds = schema.holds
+_history = schema.node_history
+
+
+class NodesRepository(StoreBase):
+    def record_hold(self, job_id: str, *, held_at: float, by: str) -> HoldRecord:
+        """Note that trainmedic holds a job. Idempotent: an open hold is returned as is."""
+        with self._write(f"hold {job_id}") as conn:
+            open_hold = (
+                conn.execute(
+                    sa.select(_holds).where(
+                        (_holds.c.job_id == job_id) & _holds.c.released_at.is_(None)
+                    )
+                )
+                .mappings()
+                .first()
+            )
+            if open_hold is not None:
+                return hold_from_row(open_hold)
+            new_id = conn.execute(
+                sa.insert(_holds)
+                .values(job_id=job_id, held_at=held_at, by=by)
+                .returning(_holds.c.id)
+            ).scalar_one()
+            row = conn.execute(sa.select(_holds).where(_holds.c.id == new_id)).mappings().one()
+        return hold_from_row(row)
+
+    def release_hold(self, job_id: str, *, released_at: float) -> int:
+        """Close the job's open holds; returns how many were open (0: nothing to do)."""
+        with self._write(f"release {job_id}") as conn:
+            count: int = conn.execute(
+                sa.update(_holds)
+                .where((_holds.c.job_id == job_id) & _holds.c.released_at.is_(None))
+                .values(released_at=released_at)
+            ).rowcount
+        return count
+
+    def open_holds(self) -> list[HoldRecord]:
+        return self.holds_older_than(float("inf"))
+
+    def holds_older_than(self, t: float) -> list[HoldRecord]:
+        """Open holds taken before ``t`` (the watchdog passes now - timeout)."""
+        query = (
+            sa.select(_holds)
+            .where(_holds.c.released_at.is_(None) & (_holds.c.held_at < t))
+            .order_by(_holds.c.held_at)
+        )
+        with self._read("list holds") as conn:
+            return [hold_from_row(r) for r in conn.execute(query).mappings()]
+
+    def record_node_event(
+        self,
+        node: str,
+        *,
+        time: float,
+        job_id: str | None = None,
+        incident_id: int | None = None,
+        category: Category | None = None,
+        strong: bool = False,
+        drained: bool = False,
+        reason: str = "",
+    ) -> NodeEvent:
+        """Append to a node's history (implicated in an incident, drained, ...)."""
+        with self._write(f"node event {node}") as conn:
+            new_id = conn.execute(
+                sa.insert(_history)
+                .values(
+                    node=node,
+                    time=time,
+                    job_id=job_id,
+                    incident_id=incident_id,
+                    category=category.value if category else None,
+                    strong=strong,
+                    drained=drained,
+                    reason=reason,
+                )
+                .returning(_history.c.id)
+            ).scalar_one()
+            row = conn.execute(sa.select(_history).where(_history.c.id == new_id)).mappings()
+            return node_event_from_row(row.one())
+
+    def node_history(self, node: str | None = None) -> list[NodeEvent]:
+        """Oldest first; every node when ``node`` is None."""
+        query = sa.select(_history).order_by(_history.c.time, _history.c.id)
+        if node is not None:
+            query = query.where(_history.c.node == node)
+        with self._read("node history") as conn:
+            return [node_event_from_row(r) for r in conn.execute(query).mappings()]
