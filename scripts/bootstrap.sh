@@ -11,6 +11,8 @@ command -v sbatch >/dev/null 2>&1 || need_apt+=(slurm-client)
 command -v munged >/dev/null 2>&1 || need_apt+=(munge)
 command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
 command -v ssh >/dev/null 2>&1 || need_apt+=(openssh-client)
+# A real PostgreSQL server for the store tests (initdb/pg_ctl live outside PATH on Debian).
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need_apt+=(postgresql)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "bootstrap: installing Debian packages: ${need_apt[*]}"

@@ -1,0 +1,150 @@
+"""The store against a real PostgreSQL server: a throwaway cluster (initdb + pg_ctl) on a free
+port in a temp dir, run as the ``postgres`` user when we are root (initdb refuses root), and
+stopped at teardown. Debian's ``postgresql`` package provides the binaries (bootstrap.sh)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from trainmedic.model import Action, Advice, Category, Kind, Verdict
+from trainmedic.store import AdviceMode, AdviceStatus, InvalidTransition, JobSpec, Store
+
+pytestmark = pytest.mark.slow
+
+
+def _pg_bin(name: str) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    return candidates[-1] if candidates else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _as_db_user(argv: list[str]) -> list[str]:
+    if os.geteuid() != 0:
+        return argv
+    runuser = shutil.which("runuser")
+    if runuser:
+        return [runuser, "-u", "postgres", "--", *argv]
+    return ["su", "postgres", "-s", "/bin/sh", "-c", " ".join(argv)]
+
+
+def _run(argv: list[str]) -> None:
+    subprocess.run(_as_db_user(argv), check=True, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def postgres_url() -> Iterator[str]:
+    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
+    if not initdb or not pg_ctl:
+        pytest.skip("PostgreSQL binaries not found (scripts/bootstrap.sh installs postgresql)")
+    base = Path(tempfile.mkdtemp(prefix="trainmedic-pg-"))
+    data = base / "data"
+    if os.geteuid() == 0:
+        shutil.chown(base, user="postgres")
+    port = _free_port()
+    _run([initdb, "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"])
+    options = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off"
+    log = str(base / "log")
+    _run([pg_ctl, "-D", str(data), "-l", log, "-w", "-t", "60", "-o", options, "start"])
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run(
+            _as_db_user([pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"]),
+            capture_output=True,
+            timeout=60,
+        )
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def store(postgres_url: str) -> Iterator[Store]:
+    store = Store(postgres_url)
+    yield store
+    store.close()
+
+
+def test_jobs_and_attempts(store: Store) -> None:
+    store.register_job("pg-j1", "slurm", now=1.0, spec=JobSpec(log_paths=("/a",)))
+    store.register_job("pg-j1", "slurm", now=2.0, spec=JobSpec(log_paths=("/b",)))
+    store.record_attempt_start("pg-j1", 0, started_at=3.0, nodes=["n1"])
+    store.update_job_progress("pg-j1", state="RUNNING", progress_at=4.0, iteration=7)
+    job = store.get_job("pg-j1")
+    assert job is not None
+    assert (job.registered_at, job.spec.log_paths, job.last_iteration) == (1.0, ("/b",), 7)
+    assert store.list_attempts("pg-j1")[0].first_iteration == 7
+
+
+def test_incidents_idempotent(store: Store) -> None:
+    verdict = Verdict(failure=True, kind=Kind.HANG, category=Category.UNKNOWN, confidence=0.5)
+    first = store.add_incident("pg-j2", 0, verdict, detected_at=1.0, fault_time=0.5)
+    assert store.add_incident("pg-j2", 0, verdict, detected_at=2.0) == first
+    assert store.get_incident(first).fault_time == 0.5
+
+
+def test_advice_generations_claims_steps_transitions(store: Store) -> None:
+    advice = Advice(Action.RESTART_EXCLUDING, "xid", ("n2",), ("n2",))
+    ids = [
+        store.put_advice("pg-j3", 0, advice, mode=AdviceMode.ACTION, now=float(i)).id
+        for i in range(3)
+    ]
+    assert [store.get_advice(i).generation for i in ids] == [1, 2, 3]
+    # Older pending generations were superseded; only the newest is active.
+    assert [a.id for a in store.active_advice("pg-j3")] == [ids[-1]]
+
+    targets = [
+        store.put_advice(f"pg-c{i}", 0, advice, mode=AdviceMode.ACTION, now=1.0).id
+        for i in range(10)
+    ]
+    wins: list[int] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(3)
+
+    def claimer(name: str) -> None:
+        own = Store(store.url)
+        barrier.wait()
+        for advice_id in targets:
+            if own.claim_advice(advice_id, name):
+                with lock:
+                    wins.append(advice_id)
+        own.close()
+
+    threads = [threading.Thread(target=claimer, args=(f"t{i}",)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert sorted(wins) == targets
+
+    target = targets[0]
+    assert store.mark_step_done(target, "hold")
+    assert not store.mark_step_done(target, "hold")
+    with pytest.raises(InvalidTransition):
+        store.set_advice_status(ids[0], AdviceStatus.CONVERGED, now=5.0)
+    done = store.set_advice_status(target, AdviceStatus.CONVERGED, now=5.0)
+    assert done.converged_at == 5.0 and done.steps_done == ("hold",)
+
+
+def test_holds_and_node_history(store: Store) -> None:
+    store.record_hold("pg-j4", held_at=1.0, by="t")
+    assert "pg-j4" in [h.job_id for h in store.holds_older_than(2.0)]
+    assert store.release_hold("pg-j4", released_at=3.0) == 1
+    store.record_node_event("pg-n1", time=1.0, category=Category.NODE_HARDWARE, drained=True)
+    assert store.node_history("pg-n1")[0].drained
