@@ -110,10 +110,11 @@ def check_straggler(
     if sustained is None or sustained <= config.straggler_ratio:
         return None
     ratio = median(recent) / median(baseline)
+    share = 1.0 - config.straggler_quantile
     slow = find_slow_ranks(timings, config)
     basis = (
         f"median step {median(recent):.4f}s over the last {len(recent)} iterations is "
-        f"{ratio:.2f}x the baseline {median(baseline):.4f}s, and {1 - config.straggler_quantile:.0%}"
+        f"{ratio:.2f}x the baseline {median(baseline):.4f}s, and {share:.0%}"
         f" of them are above {config.straggler_ratio:g}x"
     )
     if slow:
