@@ -1,0 +1,90 @@
+"""Mechanisms read from *where* a job was when it failed, not from one error line.
+
+Used only when no primary error was printed (the logs hold only cascades, teardown noise, or
+nothing at all), so each verdict here is of low confidence:
+
+* **setup divergence**: every collective timeout names one of the first collectives and no
+  training step was ever reported: the ranks parted ways during setup (one rank raised, or
+  loads/prepares something alone) and the rest waited until the watchdog fired. The job's
+  own code, not the fabric.
+* **solo phase outlasted the timeout**: the last thing printed is a non-training progress bar
+  (dataset preparation, tokenising, evaluation set) that had run for many minutes when the job
+  was torn down: one rank worked alone while the others sat in a collective until the
+  timeout (default 30 min) killed the step.
+* **silence after init**: the process group formed, then nothing: not one step, no error.
+  A hang in the first collective; with NCCL that is usually broken peer-to-peer (PCI ACS /
+  IOMMU), i.e. the platform's configuration.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from trainmedic.attribute.culprit import collective_position
+from trainmedic.attribute.facts import ProgressSummary
+from trainmedic.model import Category, Event, Kind
+
+SETUP_COLLECTIVES = 100
+"""Collectives up to this sequence number count as setup (init, broadcast of parameters)."""
+
+SOLO_PHASE_S = 600.0
+"""A non-training bar running this long before the teardown is a phase one rank did alone."""
+
+_TRAINING_LABEL = re.compile(r"(?i)epoch|train|step|iter|batch|fit")
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseFinding:
+    category: Category
+    kind: Kind
+    confidence: float
+    basis: str
+
+
+def setup_divergence(
+    timeouts: Sequence[Event], progress: ProgressSummary | None
+) -> PhaseFinding | None:
+    if progress is None or progress.reports > 0 or not timeouts:
+        return None
+    positions = [collective_position(e.text) for e in timeouts]
+    known = [p for p in positions if p is not None]
+    if not known or len(known) != len(positions) or max(known) >= SETUP_COLLECTIVES:
+        return None
+    return PhaseFinding(
+        Category.APPLICATION,
+        Kind.HANG,
+        0.35,
+        f"collective timeout at sequence number {max(known) + 1}, before any training step: "
+        "the ranks diverged during setup (one rank failed or worked alone)",
+    )
+
+
+def solo_phase(progress: ProgressSummary | None) -> PhaseFinding | None:
+    if progress is None or not progress.last_label or progress.last_elapsed_s is None:
+        return None
+    if _TRAINING_LABEL.search(progress.last_label) or progress.last_elapsed_s < SOLO_PHASE_S:
+        return None
+    minutes = progress.last_elapsed_s / 60
+    return PhaseFinding(
+        Category.APPLICATION,
+        Kind.HANG,
+        0.35,
+        f"'{progress.last_label}' ran alone for {minutes:.0f} min before the teardown: "
+        "the other ranks waited in a collective until its timeout",
+    )
+
+
+def silence_after_init(progress: ProgressSummary | None) -> PhaseFinding | None:
+    if progress is None or progress.init_complete_line is None or progress.reports > 0:
+        return None
+    if progress.meaningful_after_init > 3:
+        return None
+    return PhaseFinding(
+        Category.SYSTEM_SOFTWARE,
+        Kind.HANG,
+        0.3,
+        "the process group formed, then no step and no error: a hang in the first "
+        "collective, typically GPU peer-to-peer broken by PCI ACS / IOMMU settings",
+    )

@@ -1,0 +1,228 @@
+"""Attribution: from matched events to one verdict (pure).
+
+1. The root cause is the earliest ``primary`` event: by timestamp when both events carry one,
+   by line order within one file, by input order otherwise. Kernel-log hardware evidence
+   outranks an application-level symptom it can explain (a CUDA/NCCL error) unless the clocks
+   say the hardware event came clearly later.
+2. Context rules (``context_rules.toml``) refine its category.
+3. Without a primary, cascades (timeouts on every rank, closed by peer) give a low-confidence
+   hang/crash of unknown cause (network when the cascade itself is a network error), refined
+   by where the job was (``phase.py``); the culprit rank comes from ``culprit.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from trainmedic.attribute.culprit import Culprit, find_culprit, first_real_failure
+from trainmedic.attribute.facts import JobFacts
+from trainmedic.attribute.phase import (
+    PhaseFinding,
+    setup_divergence,
+    silence_after_init,
+    solo_phase,
+)
+from trainmedic.attribute.rules import refine
+from trainmedic.logparse.elastic import SIGKILL_EXITS
+from trainmedic.model import (
+    NO_FAILURE,
+    Category,
+    Event,
+    EvidenceSource,
+    Implicated,
+    Kind,
+    Role,
+    Verdict,
+)
+
+HARDWARE_LAG_S = 60.0
+"""A kernel hardware event up to this much later than an app error still explains it."""
+
+_SYMPTOM = re.compile(r"(?i)cuda|nccl|cublas|cudnn|nvml|gpu|xid|device|bus error|sigbus")
+_TIMEOUT = re.compile(r"(?i)timed? ?out|timeout|watchdog")
+
+
+def _earlier(a: Event, b: Event, order: dict[int, int]) -> bool:
+    if a.timestamp is not None and b.timestamp is not None and a.timestamp != b.timestamp:
+        return a.timestamp < b.timestamp
+    if a.source == b.source:
+        return a.line < b.line
+    return order[id(a)] < order[id(b)]
+
+
+def _earliest(candidates: Sequence[Event], order: dict[int, int]) -> Event:
+    best = candidates[0]
+    for event in candidates[1:]:
+        if _earlier(event, best, order):
+            best = event
+    return best
+
+
+def _hardware_outranks(hw: Event, root: Event) -> bool:
+    if root.category.is_hardware() or not _SYMPTOM.search(root.text):
+        return False
+    if hw.timestamp is not None and root.timestamp is not None:
+        return hw.timestamp <= root.timestamp + HARDWARE_LAG_S
+    return True
+
+
+def choose_root(primaries: Sequence[Event], events: Sequence[Event]) -> Event:
+    order = {id(e): i for i, e in enumerate(events)}
+    for e in primaries:
+        order.setdefault(id(e), len(order))
+    root = _earliest(primaries, order)
+    kernel_hw = [
+        e
+        for e in primaries
+        if e.category.is_hardware() and (e.evidence.is_system() or e.strong) and e is not root
+    ]
+    if kernel_hw:
+        hw = _earliest(kernel_hw, order)
+        if _hardware_outranks(hw, root):
+            return hw
+    return root
+
+
+def _base_confidence(root: Event) -> float:
+    if root.category.is_hardware():
+        if root.strong and root.evidence.is_system():
+            return 0.95
+        return 0.85 if root.evidence.is_system() or root.strong else 0.7
+    if root.category is Category.UNKNOWN:
+        return 0.5
+    return 0.8
+
+
+def _implicated(root: Event | None, events: Sequence[Event], culprit: Culprit) -> Implicated:
+    nodes: list[str] = []
+    gpus: list[str] = []
+    if root is not None and root.node:
+        nodes.append(root.node)
+    if culprit.host and culprit.host not in nodes:
+        nodes.append(culprit.host)
+    if root is not None and root.gpu:
+        gpus.append(root.gpu)
+    if root is not None and root.category.is_hardware():
+        for e in events:
+            if e.evidence is not EvidenceSource.KERNEL_LOG or not e.category.is_hardware():
+                continue
+            if e.node and e.node not in nodes and (not root.node or root.node == e.node):
+                nodes.append(e.node)
+            if e.gpu and e.gpu not in gpus and (not e.node or not root.node or e.node == root.node):
+                gpus.append(e.gpu)
+    ranks = (culprit.rank,) if culprit.rank is not None else ()
+    return Implicated(nodes=tuple(nodes), ranks=ranks, gpus=tuple(gpus))
+
+
+def _noise(events: Sequence[Event], root: Event | None) -> tuple[Event, ...]:
+    return tuple(e for e in events if e is not root and e.role in (Role.CASCADE, Role.TEARDOWN))
+
+
+def attribute(events: Sequence[Event], *, facts: JobFacts | None = None) -> Verdict:
+    """One verdict for one job attempt (or one analysed input)."""
+    facts = facts or JobFacts()
+    primaries = [e for e in events if e.role is Role.PRIMARY]
+    cascades = [e for e in events if e.role is Role.CASCADE]
+    if primaries:
+        return _from_root(choose_root(primaries, events), events, facts)
+    # Hardware context with nothing else (e.g. only "Xid 45 caused by previous Xid 149"):
+    # the kernel still says what broke, with less certainty.
+    hw_context = [
+        e for e in events if e.role is Role.CONTEXT and e.category.is_hardware() and e.strong
+    ]
+    if hw_context:
+        return _from_root(hw_context[0], events, facts, confidence_cap=0.6)
+    if cascades:
+        return _cascade_only(cascades, events, facts)
+    teardown = [e for e in events if e.role is Role.TEARDOWN]
+    if teardown or first_real_failure(facts.child_failures) is not None:
+        return _teardown_only(teardown, events, facts)
+    finding = silence_after_init(facts.progress)
+    if finding is not None:
+        return _from_finding(finding, events, facts, ())
+    return NO_FAILURE
+
+
+def _from_root(
+    root: Event, events: Sequence[Event], facts: JobFacts, confidence_cap: float = 1.0
+) -> Verdict:
+    rule = refine(root, events, facts.neighbours.get(root, ""))
+    category = rule.category if rule else root.category
+    confidence = rule.confidence if rule else _base_confidence(root)
+    timeouts = [e for e in events if e.role is Role.CASCADE and _TIMEOUT.search(e.text)]
+    culprit = find_culprit(root, timeouts, facts.child_failures, facts.ranks_seen)
+    basis = f"root cause {root.signature} at {root.source or 'line'}:{root.line}"
+    if rule:
+        basis += f"; {rule.basis}"
+    return Verdict(
+        failure=True,
+        kind=root.kind if root.kind is not Kind.NONE else Kind.CRASH,
+        category=category,
+        confidence=min(confidence, confidence_cap),
+        root_cause=root,
+        implicated=_implicated(root, events, culprit),
+        cascades=_noise(events, root),
+        basis=f"{basis}; culprit: {culprit.basis}",
+    )
+
+
+def _cascade_only(cascades: Sequence[Event], events: Sequence[Event], facts: JobFacts) -> Verdict:
+    timeouts = [e for e in cascades if _TIMEOUT.search(e.text)]
+    finding = setup_divergence(timeouts, facts.progress) or solo_phase(facts.progress)
+    if finding is not None:
+        return _from_finding(finding, events, facts, timeouts)
+    network = [e for e in cascades if e.category is Category.NETWORK_HARDWARE]
+    culprit = find_culprit(None, timeouts, facts.child_failures, facts.ranks_seen)
+    kind = Kind.HANG if any(e.kind is Kind.HANG for e in cascades) else Kind.CRASH
+    category = Category.NETWORK_HARDWARE if network else Category.UNKNOWN
+    first = network[0] if network else cascades[0]
+    return Verdict(
+        failure=True,
+        kind=kind,
+        category=category,
+        confidence=0.45 if network else 0.4,
+        root_cause=first,
+        implicated=_implicated(first if network else None, events, culprit),
+        cascades=_noise(events, first),
+        basis=f"only cascades ({first.signature} first), no primary error; "
+        f"culprit: {culprit.basis}",
+    )
+
+
+def _teardown_only(teardown: Sequence[Event], events: Sequence[Event], facts: JobFacts) -> Verdict:
+    finding = solo_phase(facts.progress)
+    if finding is not None:
+        return _from_finding(finding, events, facts, ())
+    culprit = find_culprit(None, (), facts.child_failures, facts.ranks_seen)
+    first = first_real_failure(facts.child_failures)
+    category, basis = Category.UNKNOWN, "only teardown noise, no error line"
+    if first is not None and first.exitcode in SIGKILL_EXITS:
+        # A SIGKILL nobody logged sending is, far most often, the host OOM killer.
+        category, basis = Category.APPLICATION, "a rank was SIGKILLed (host OOM killer?)"
+    return Verdict(
+        failure=True,
+        kind=Kind.CRASH,
+        category=category,
+        confidence=0.3 if category is Category.APPLICATION else 0.25,
+        root_cause=teardown[0] if teardown else None,
+        implicated=_implicated(None, events, culprit),
+        cascades=_noise(events, None),
+        basis=f"{basis}; culprit: {culprit.basis}",
+    )
+
+
+def _from_finding(
+    finding: PhaseFinding, events: Sequence[Event], facts: JobFacts, timeouts: Sequence[Event]
+) -> Verdict:
+    culprit = find_culprit(None, timeouts, facts.child_failures, facts.ranks_seen)
+    return Verdict(
+        failure=True,
+        kind=finding.kind,
+        category=finding.category,
+        confidence=finding.confidence,
+        root_cause=None,
+        implicated=_implicated(None, events, culprit),
+        cascades=_noise(events, None),
+        basis=f"{finding.basis}; culprit: {culprit.basis}",
+    )
