@@ -1,0 +1,112 @@
+"""LogFollower on real files: partial lines, rotation, truncation, missing file, bad bytes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from trainmedic.sources.follower import TRUNCATED_MARK, LogFollower
+
+
+def texts(follower: LogFollower) -> list[str]:
+    return [line.text for line in follower.poll()]
+
+
+def append(path: Path, data: bytes) -> None:
+    with path.open("ab") as handle:
+        handle.write(data)
+
+
+def test_partial_line_is_held_until_its_newline(tmp_path: Path) -> None:
+    log = tmp_path / "a.log"
+    log.write_bytes(b"one\ntw")
+    follower = LogFollower(log)
+    assert [(x.line_no, x.text) for x in follower.poll()] == [(1, "one")]
+    assert texts(follower) == []
+    append(log, b"o\r\nthree\n")
+    assert [(x.line_no, x.text) for x in follower.poll()] == [(2, "two"), (3, "three")]
+    assert texts(follower) == []
+
+
+def test_rotation_by_rename_reads_old_tail_then_new_file(tmp_path: Path) -> None:
+    log = tmp_path / "a.log"
+    log.write_bytes(b"1\n")
+    follower = LogFollower(log)
+    assert texts(follower) == ["1"]
+    append(log, b"2\nlast-without-newline")
+    os.rename(log, tmp_path / "a.log.1")
+    assert texts(follower) == ["2"], "path gone: the renamed file is still drained"
+    log.write_bytes(b"new1\nnew2\n")
+    got = follower.poll()
+    assert [x.text for x in got] == ["last-without-newline", "new1", "new2"]
+    assert [x.line_no for x in got[1:]] == [1, 2], "line numbers restart with the new file"
+    assert follower.take_stale() is None
+
+
+def test_truncation_reads_again_from_the_start(tmp_path: Path) -> None:
+    log = tmp_path / "a.log"
+    log.write_bytes(b"aaaa\nbbbb\n")
+    follower = LogFollower(log)
+    assert texts(follower) == ["aaaa", "bbbb"]
+    log.write_bytes(b"c\n")  # truncate and write less than before
+    assert [(x.line_no, x.text) for x in follower.poll()] == [(1, "c")]
+
+
+def test_missing_file_is_stale_once_then_followed_when_it_appears(tmp_path: Path) -> None:
+    log = tmp_path / "later.log"
+    follower = LogFollower(log)
+    assert texts(follower) == []
+    stale = follower.take_stale()
+    assert stale is not None and "later.log" in stale
+    assert texts(follower) == [] and follower.take_stale() is None, "reported once"
+    log.write_bytes(b"hello\n")
+    assert texts(follower) == ["hello"] and not follower.missing
+    log.unlink()
+    follower.close()
+    assert texts(follower) == [] and follower.take_stale() is not None, "a new disappearance"
+
+
+def test_invalid_utf8_and_overlong_lines(tmp_path: Path) -> None:
+    log = tmp_path / "a.log"
+    log.write_bytes(b"bad \xff\xfe bytes\n" + b"x" * 5000 + b"\nnext\n")
+    follower = LogFollower(log, max_line_bytes=100)
+    bad, long, nxt = texts(follower)
+    assert bad == "bad \ufffd\ufffd bytes"
+    assert long == "x" * 100 + TRUNCATED_MARK
+    assert nxt == "next"
+
+
+def test_overlong_line_split_across_polls_stays_bounded(tmp_path: Path) -> None:
+    log = tmp_path / "a.log"
+    follower = LogFollower(log, max_line_bytes=10)
+    log.write_bytes(b"")
+    for _ in range(50):
+        append(log, b"y" * 1000)
+        assert texts(follower) == []
+    append(log, b"\nok\n")
+    assert texts(follower) == ["y" * 10 + TRUNCATED_MARK, "ok"]
+
+
+def test_from_end_skips_existing_content_only(tmp_path: Path) -> None:
+    log = tmp_path / "kern.log"
+    log.write_bytes(b"old 1\nold 2\n")
+    follower = LogFollower(log, from_end=True)
+    assert texts(follower) == []
+    append(log, b"new\n")
+    assert texts(follower) == ["new"]
+    mid = tmp_path / "mid.log"
+    mid.write_bytes(b"old\nhalf a li")
+    follower = LogFollower(mid, from_end=True)
+    assert texts(follower) == []
+    append(mid, b"ne\nfresh\n")
+    assert texts(follower) == ["fresh"], "the rest of a line begun before we started is dropped"
+
+
+def test_large_backlog_is_read_over_several_polls(tmp_path: Path) -> None:
+    log = tmp_path / "a.log"
+    log.write_bytes(b"".join(b"line %d\n" % i for i in range(10000)))
+    follower = LogFollower(log, max_read_bytes=20000)
+    seen: list[str] = []
+    for _ in range(10):
+        seen += texts(follower)
+    assert len(seen) == 10000 and seen[-1] == "line 9999"
