@@ -1,0 +1,205 @@
+"""The HTTP API: ``create_app(store, config)`` builds a FastAPI app over one store.
+
+Reads are open; mutating endpoints need ``Authorization: Bearer <service.api_token>`` (401
+without credentials, 403 with a wrong token or when no token is configured). Every error
+answer is JSON ``{"detail": "<one line>"}`` naming the field or object at fault, and no bad
+request stops the server. Endpoints are sync functions: FastAPI runs them in its thread pool,
+which suits the blocking store.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from typing import Annotated
+
+from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from trainmedic import __version__
+from trainmedic.api.models import (
+    Health,
+    JobDetail,
+    JobRegistration,
+    NodeSummary,
+    Reconciliation,
+)
+from trainmedic.config import Config, apply_policy_overrides
+from trainmedic.errors import ConfigError, StoreError
+from trainmedic.metrics import make_registry
+from trainmedic.store import (
+    AdviceRecord,
+    AdviceStatus,
+    IncidentRecord,
+    InvalidTransition,
+    JobRecord,
+    JobSpec,
+    NodeEvent,
+    NotFound,
+    Store,
+)
+
+_bearer = HTTPBearer(auto_error=False, description="service.api_token")
+
+
+def _one_line(exc: RequestValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error.get("loc", ()))
+        parts.append(f"{where}: {error.get('msg', 'invalid')}")
+    return "; ".join(parts).replace("\n", " ")
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    def detail(status: int, message: str) -> JSONResponse:
+        return JSONResponse({"detail": message.replace("\n", " ")}, status_code=status)
+
+    async def on_validation(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return detail(422, _one_line(exc))
+
+    async def on_not_found(_request: Request, exc: Exception) -> JSONResponse:
+        return detail(404, str(exc))
+
+    async def on_transition(_request: Request, exc: Exception) -> JSONResponse:
+        return detail(409, str(exc))
+
+    async def on_store(_request: Request, exc: Exception) -> JSONResponse:
+        return detail(503, f"store unavailable: {exc}")
+
+    async def on_config(_request: Request, exc: Exception) -> JSONResponse:
+        return detail(422, str(exc))
+
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(NotFound, on_not_found)
+    app.add_exception_handler(InvalidTransition, on_transition)
+    app.add_exception_handler(StoreError, on_store)
+    app.add_exception_handler(ConfigError, on_config)
+
+
+def create_app(store: Store, config: Config, *, now: Callable[[], float] = time.time) -> FastAPI:
+    """The API over ``store``; ``now`` is the clock for the timestamps it writes."""
+    app = FastAPI(
+        title="trainmedic",
+        version=__version__,
+        description="Jobs, incidents, advice and nodes of the trainmedic recovery service.",
+    )
+    _install_error_handlers(app)
+    registry = make_registry(store, now)
+    token = config.service.api_token
+
+    def require_token(
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    ) -> None:
+        if credentials is None or credentials.scheme.lower() != "bearer":
+            raise HTTPException(401, "missing bearer token", headers={"WWW-Authenticate": "Bearer"})
+        if not token:
+            raise HTTPException(403, "mutating endpoints are disabled: no api_token configured")
+        if not secrets.compare_digest(credentials.credentials.encode(), token.encode()):
+            raise HTTPException(403, "invalid bearer token")
+
+    authorised = [Depends(require_token)]
+
+    @app.get("/healthz", response_model=Health)
+    def healthz() -> Health:
+        return Health(
+            status="ok", mode=config.service.mode, time=now(), jobs=len(store.list_jobs())
+        )
+
+    @app.get("/jobs", response_model=list[JobRecord])
+    def list_jobs() -> list[JobRecord]:
+        return store.list_jobs()
+
+    @app.get("/jobs/{job_id}", response_model=JobDetail)
+    def get_job(job_id: str) -> JobDetail:
+        job = store.get_job(job_id)
+        if job is None:
+            raise HTTPException(404, f"unknown job {job_id!r}")
+        return JobDetail(job=job, attempts=store.list_attempts(job_id))
+
+    @app.post("/jobs", response_model=JobRecord, status_code=201, dependencies=authorised)
+    def register_job(body: JobRegistration) -> JobRecord:
+        # Validate the overrides now, so a bad policy is refused here, not at the incident.
+        apply_policy_overrides(config.policy, body.policy, source="policy")
+        spec = JobSpec(
+            log_paths=tuple(body.log_paths),
+            kernel_logs=dict(body.kernel_logs),
+            checkpoint_dir=body.checkpoint_dir,
+            nodes=tuple(body.nodes),
+            partition=body.partition,
+            user=body.user,
+            policy=dict(body.policy),
+        )
+        return store.register_job(body.job_id, body.scheduler, now=now(), name=body.name, spec=spec)
+
+    @app.get("/incidents", response_model=list[IncidentRecord])
+    def list_incidents(job_id: str | None = None) -> list[IncidentRecord]:
+        return store.list_incidents(job_id)
+
+    @app.get("/incidents/{incident_id}", response_model=IncidentRecord)
+    def get_incident(incident_id: int) -> IncidentRecord:
+        return store.get_incident(incident_id)
+
+    @app.get("/advice", response_model=list[AdviceRecord])
+    def list_advice(
+        job_id: str | None = None,
+        active: Annotated[bool, Query(description="only pending or applying")] = False,
+    ) -> list[AdviceRecord]:
+        return store.list_advice(job_id, active_only=active)
+
+    @app.get("/advice/{advice_id}", response_model=AdviceRecord)
+    def get_advice(advice_id: int) -> AdviceRecord:
+        return store.get_advice(advice_id)
+
+    @app.post(
+        "/advice/{advice_id}/reconciliation", response_model=AdviceRecord, dependencies=authorised
+    )
+    def reconcile(advice_id: int, body: Reconciliation) -> AdviceRecord:
+        current = store.get_advice(advice_id)
+        executor = body.executor_id
+        if body.status == "applying":
+            if not executor:
+                raise HTTPException(422, "executor_id: required to claim advice (applying)")
+            if not store.claim_advice(advice_id, executor):
+                owner = current.claimed_by or "nobody"
+                raise HTTPException(
+                    409,
+                    f"advice {advice_id} is {current.status.value} (claimed by {owner}); "
+                    "cannot claim it",
+                )
+        elif executor and current.claimed_by not in (None, executor):
+            raise HTTPException(409, f"advice {advice_id} is claimed by {current.claimed_by}")
+        for step in body.steps_done:
+            store.mark_step_done(advice_id, step)
+        if body.applied:
+            store.mark_applied(advice_id, now=now())
+        if body.status != "applying" or body.note is not None:
+            store.set_advice_status(advice_id, AdviceStatus(body.status), now=now(), note=body.note)
+        return store.get_advice(advice_id)
+
+    @app.get("/nodes", response_model=list[NodeSummary])
+    def list_nodes() -> list[NodeSummary]:
+        by_node: dict[str, list[NodeEvent]] = {}
+        for event in store.node_history():
+            by_node.setdefault(event.node, []).append(event)
+        return [
+            NodeSummary(
+                node=node,
+                incidents=sum(1 for e in events if e.incident_id is not None),
+                strong_evidence=sum(1 for e in events if e.strong),
+                drains=sum(1 for e in events if e.drained),
+                last_seen=max(e.time for e in events),
+                history=events,
+            )
+            for node, events in sorted(by_node.items())
+        ]
+
+    @app.get("/metrics", response_class=Response)
+    def metrics() -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    return app

@@ -1,0 +1,82 @@
+"""Request and response bodies of the HTTP API.
+
+Responses reuse the store's frozen records (``JobRecord``, ``IncidentRecord``, ...) as their
+schema, so the API, the store and the OpenAPI document describe one shape; the models here
+are the bodies the API adds: requests, and records grouped for one endpoint.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from trainmedic.store.records import AttemptRecord, JobRecord, NodeEvent
+
+JOB_ID_PATTERN = r"^[A-Za-z0-9_.:@+-]{1,128}$"
+NODE_PATTERN = r"^[A-Za-z0-9_.-]{1,128}$"
+
+
+class JobRegistration(BaseModel):
+    """``POST /jobs``: start watching a job (registering again updates its spec)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str = Field(pattern=JOB_ID_PATTERN, description="the scheduler's job id")
+    scheduler: Literal["local", "slurm"] = "local"
+    name: str = Field(default="", max_length=256)
+    log_paths: list[str] = Field(default_factory=list, description="the job's own log files")
+    kernel_logs: dict[str, str] = Field(
+        default_factory=dict, description="node name -> that node's kernel-log file"
+    )
+    checkpoint_dir: str = ""
+    nodes: list[str] = Field(default_factory=list)
+    partition: str = ""
+    user: str = ""
+    policy: dict[str, Any] = Field(
+        default_factory=dict,
+        description="overrides of the [policy] config section, e.g. "
+        '{"stop_enforcement": true, "retry_budget": {"hardware": 2}}',
+    )
+
+
+class Reconciliation(BaseModel):
+    """``POST /advice/{id}/reconciliation``: what an external executor did with advice.
+
+    ``status = "applying"`` claims the advice for ``executor_id`` (409 if another executor
+    holds it); ``steps_done`` records scheduler steps issued; ``applied`` marks every step
+    issued; ``converged`` / ``abandoned`` / ``pending`` move the advice along its life cycle.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: Literal["pending", "applying", "converged", "abandoned"]
+    executor_id: str = Field(default="", max_length=128)
+    steps_done: list[str] = Field(default_factory=list)
+    applied: bool = False
+    note: str | None = Field(default=None, max_length=2000)
+
+
+class JobDetail(BaseModel):
+    """``GET /jobs/{id}``: the job and its attempts, oldest first."""
+
+    job: JobRecord
+    attempts: list[AttemptRecord]
+
+
+class NodeSummary(BaseModel):
+    """``GET /nodes``: one node as trainmedic remembers it."""
+
+    node: str
+    incidents: int = Field(description="history entries tied to an incident")
+    strong_evidence: int = Field(description="entries with strong hardware evidence")
+    drains: int
+    last_seen: float
+    history: list[NodeEvent]
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    mode: str
+    time: float
+    jobs: int
