@@ -1,0 +1,118 @@
+"""The newest checkpoint in a directory: its iteration and when it was written.
+
+Names understood (the iteration is the number): trainmedic's ``ckpt_00000120.pt``, Megatron
+``iter_0000120``, HF ``checkpoint-500``, DeepSpeed ``global_step500``, Lightning
+``epoch=0-step=500.ckpt``. A sidecar, when present, is authoritative because frameworks write
+it only after the checkpoint is complete: Megatron's ``latest_checkpointed_iteration.txt``
+(a number) or DeepSpeed's ``latest`` (a tag such as ``global_step500``). Temporary files
+(``*.tmp``, dot files, ``tmp*``) are never taken for a checkpoint.
+
+``poll`` returns a ``CheckpointSaved`` each time the newest checkpoint changes; it rescans
+only when the directory's (or the sidecar's) mtime changes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+from trainmedic.observations import CheckpointSaved, Observation, SourceStale
+from trainmedic.sources.lines import Clock
+
+_NAMES = (
+    re.compile(r"^ckpt[_-]?(\d+)(?:\.\w+)?$"),
+    re.compile(r"^iter_(\d+)$"),
+    re.compile(r"^checkpoint-(\d+)$"),
+    re.compile(r"^global_step(\d+)$"),
+    re.compile(r"(?:^|[-_])step=(\d+)(?:-[^/]*)?\.ckpt$"),
+)
+SIDECARS = ("latest_checkpointed_iteration.txt", "latest")
+_SIDECAR_VALUE = re.compile(r"^\s*(?:global_step|iter_)?(\d+)\s*$")
+
+
+def checkpoint_iteration(name: str) -> int | None:
+    """The iteration a checkpoint file or directory name carries, or None."""
+    if name.startswith((".", "tmp")) or name.endswith((".tmp", ".partial")):
+        return None
+    for pattern in _NAMES:
+        m = pattern.search(name)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+class CheckpointWatcher:
+    def __init__(
+        self, job_id: str, directory: str | os.PathLike[str], *, clock: Clock = time.time
+    ) -> None:
+        self.job_id = job_id
+        self.directory = Path(directory)
+        self._clock = clock
+        self._stamp: tuple[int, ...] | None = None
+        self._last: tuple[int, str, float] | None = None
+        self._stale_reported = False
+
+    def newest(self) -> tuple[int, Path, float] | None:
+        """(iteration, path, mtime) of the newest complete checkpoint, or None."""
+        for sidecar in SIDECARS:
+            found = self._from_sidecar(self.directory / sidecar)
+            if found is not None:
+                return found
+        best: tuple[int, Path, float] | None = None
+        for entry in os.scandir(self.directory):
+            iteration = checkpoint_iteration(entry.name)
+            if iteration is not None and (best is None or iteration > best[0]):
+                best = (iteration, Path(entry.path), entry.stat().st_mtime)
+        return best
+
+    def poll(self) -> list[Observation]:
+        now = self._clock()
+        try:
+            stamp = self._mtimes()
+            if stamp == self._stamp:
+                return []
+            newest = self.newest()
+        except OSError as exc:
+            if self._stale_reported:
+                return []
+            self._stale_reported = True
+            return [SourceStale(now, f"checkpoints:{self.directory}", str(exc), job_id=self.job_id)]
+        self._stale_reported = False
+        self._stamp = stamp
+        if newest is None:
+            return []
+        iteration, path, mtime = newest
+        key = (iteration, str(path), mtime)
+        if key == self._last:
+            return []
+        self._last = key
+        return [
+            CheckpointSaved(time=mtime, job_id=self.job_id, iteration=iteration, path=str(path))
+        ]
+
+    def _mtimes(self) -> tuple[int, ...]:
+        stamps = [os.stat(self.directory).st_mtime_ns]
+        for sidecar in SIDECARS:
+            try:
+                stamps.append(os.stat(self.directory / sidecar).st_mtime_ns)
+            except FileNotFoundError:
+                stamps.append(0)
+        return tuple(stamps)
+
+    def _from_sidecar(self, path: Path) -> tuple[int, Path, float] | None:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")[:200]
+            mtime = path.stat().st_mtime
+        except (FileNotFoundError, IsADirectoryError):
+            return None
+        m = _SIDECAR_VALUE.match(text)
+        if m is None:
+            return None
+        iteration = int(m.group(1))
+        for name in (f"iter_{iteration:07d}", f"global_step{iteration}"):
+            target = self.directory / name
+            if target.exists():
+                return iteration, target, target.stat().st_mtime
+        return iteration, path, mtime

@@ -1,0 +1,162 @@
+"""A job's own output: log lines, progress and checkpoint lines, JSONL progress files.
+
+``JobLogSource.poll()`` turns new lines into observations:
+
+* a line of the trainer's progress format (``iter=... step_s=...``) becomes a ``Progress``
+  only; any other progress format (Megatron, HF, Lightning, plain ``step N``) becomes a
+  ``Progress`` *and* a ``LogLine`` (a loose format may match an error line, which must still
+  reach the signature matcher);
+* ``checkpoint begin iter=N`` -> ``CheckpointSaved(in_progress=True)``; a saved-checkpoint
+  line (``logparse.checkpoint``) -> ``CheckpointSaved``; both also as ``LogLine``;
+* every other line -> ``LogLine`` with source ``app_log``, rank and node from its prefix;
+* each line of a JSONL progress file -> ``Progress``;
+* a file that cannot be read -> one ``SourceStale`` per disappearance.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterable
+
+from trainmedic.logparse.checkpoint import parse_checkpoint
+from trainmedic.logparse.prefix import parse_prefix
+from trainmedic.logparse.progress import ProgressLine, parse_progress, parse_progress_json
+from trainmedic.model import EvidenceSource
+from trainmedic.observations import CheckpointSaved, LogLine, Observation, Progress, SourceStale
+from trainmedic.sources.follower import LogFollower
+from trainmedic.sources.lines import Clock, DirectoryScan, line_time
+
+_NODE_KV = re.compile(r"node=(\S+)\s*")
+_CKPT_BEGIN = re.compile(r"\bcheckpoint begin iter=(\d+)")
+_JSON_NODE = re.compile(r'"node"\s*:\s*"([^"]+)"')
+LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
+
+
+class JobLogSource:
+    def __init__(
+        self,
+        job_id: str,
+        log_paths: Iterable[str | os.PathLike[str]] = (),
+        *,
+        progress_paths: Iterable[str | os.PathLike[str]] = (),
+        log_dirs: Iterable[str | os.PathLike[str]] = (),
+        progress_dirs: Iterable[str | os.PathLike[str]] = (),
+        clock: Clock = time.time,
+    ) -> None:
+        """``log_dirs``/``progress_dirs`` are scanned for new ``*.log|out|err|txt`` and
+        ``*.jsonl`` files (per-rank files appear as the job starts)."""
+        self.job_id = job_id
+        self._clock = clock
+        self._logs: dict[str, LogFollower] = {}
+        self._progress: dict[str, LogFollower] = {}
+        for path in log_paths:
+            self.add_log(path)
+        for path in progress_paths:
+            self.add_progress(path)
+        self._log_dirs = [DirectoryScan(d, LOG_SUFFIXES) for d in log_dirs]
+        self._progress_dirs = [DirectoryScan(d, (".jsonl",)) for d in progress_dirs]
+
+    def add_log(self, path: str | os.PathLike[str]) -> None:
+        self._logs.setdefault(os.fspath(path), LogFollower(path))
+
+    def add_progress(self, path: str | os.PathLike[str]) -> None:
+        self._progress.setdefault(os.fspath(path), LogFollower(path))
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(self._logs) + tuple(self._progress)
+
+    def poll(self) -> list[Observation]:
+        for scan in self._log_dirs:
+            for found in scan.new_files():
+                self.add_log(found)
+        for scan in self._progress_dirs:
+            for found in scan.new_files():
+                self.add_progress(found)
+        out: list[Observation] = []
+        now = self._clock()
+        for path, follower in self._logs.items():
+            for line in follower.poll():
+                self._log_line(path, line.line_no, line.text, now, out)
+            self._stale(path, follower, now, out)
+        for path, follower in self._progress.items():
+            for line in follower.poll():
+                self._json_line(line.text, now, out)
+            self._stale(path, follower, now, out)
+        return out
+
+    def close(self) -> None:
+        for follower in (*self._logs.values(), *self._progress.values()):
+            follower.close()
+
+    def _stale(self, path: str, follower: LogFollower, now: float, out: list[Observation]) -> None:
+        detail = follower.take_stale()
+        if detail is not None:
+            out.append(SourceStale(now, f"log:{path}", detail, job_id=self.job_id))
+
+    def _log_line(
+        self, path: str, line_no: int, text: str, now: float, out: list[Observation]
+    ) -> None:
+        prefix = parse_prefix(text)
+        body = text[prefix.body_start :]
+        node = prefix.node
+        m = _NODE_KV.match(body)
+        if m:
+            node = node or m.group(1)
+            body = body[m.end() :]
+        t = line_time(prefix.timestamp, now)
+        begin = _CKPT_BEGIN.search(body)
+        saved = None if begin else parse_checkpoint(body)
+        if begin:
+            out.append(CheckpointSaved(t, self.job_id, int(begin.group(1)), in_progress=True))
+        elif saved is not None:
+            out.append(CheckpointSaved(t, self.job_id, saved, path=_saved_path(body)))
+        else:
+            progress = parse_progress(body)
+            if progress is not None:
+                out.append(self._progress_obs(progress, t, prefix.rank, node))
+                if body.startswith("iter=") and "step_s=" in body:
+                    return  # the trainer's own format: nothing for the signature matcher
+        out.append(
+            LogLine(
+                time=t,
+                text=text,
+                source=EvidenceSource.APP_LOG,
+                path=path,
+                line_no=line_no,
+                job_id=self.job_id,
+                node=node,
+                rank=prefix.rank,
+            )
+        )
+
+    def _json_line(self, text: str, now: float, out: list[Observation]) -> None:
+        progress = parse_progress_json(text)
+        if progress is None:
+            return
+        m = _JSON_NODE.search(text)
+        t = line_time(progress.time, now)
+        out.append(self._progress_obs(progress, t, progress.rank, m.group(1) if m else None))
+
+    def _progress_obs(
+        self, p: ProgressLine, t: float, rank: int | None, node: str | None
+    ) -> Progress:
+        return Progress(
+            time=t,
+            job_id=self.job_id,
+            iteration=p.iteration,
+            rank=rank if rank is not None else p.rank,
+            node=node,
+            step_time=p.step_time,
+            compute_time=p.compute_time,
+            wait_time=p.wait_time,
+            loss=p.loss,
+            samples_per_s=p.samples_per_s,
+        )
+
+
+def _saved_path(body: str) -> str:
+    m = re.search(r"\bpath=(\S+)", body)
+    return m.group(1) if m else ""

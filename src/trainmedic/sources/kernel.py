@@ -1,0 +1,58 @@
+"""One node's kernel log (``/var/log/kern.log``, a ``dmesg -w`` capture, or the file the demo's
+hardware-like faults append to): every new line becomes a ``LogLine`` from a system source.
+
+Its lines are evidence about the *node*, not a job (``job_id`` is None); the engine relates
+them to the jobs on that node. Because the source is ``kernel_log`` (a system source), a
+strong line here may justify draining the node, which the same text in a job's stdout never
+does.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from trainmedic.logparse.prefix import parse_prefix
+from trainmedic.model import EvidenceSource
+from trainmedic.observations import LogLine, Observation, SourceStale
+from trainmedic.sources.follower import LogFollower
+from trainmedic.sources.lines import Clock, line_time
+
+
+class KernelLogSource:
+    def __init__(
+        self,
+        node: str,
+        path: str | os.PathLike[str],
+        *,
+        from_end: bool = False,
+        clock: Clock = time.time,
+    ) -> None:
+        """``from_end``: ignore what the log already holds (a real kern.log has history)."""
+        self.node = node
+        self.path = os.fspath(path)
+        self._follower = LogFollower(path, from_end=from_end)
+        self._clock = clock
+
+    def poll(self) -> list[Observation]:
+        now = self._clock()
+        out: list[Observation] = []
+        for line in self._follower.poll():
+            prefix = parse_prefix(line.text)
+            out.append(
+                LogLine(
+                    time=line_time(prefix.timestamp, now),
+                    text=line.text,
+                    source=EvidenceSource.KERNEL_LOG,
+                    path=self.path,
+                    line_no=line.line_no,
+                    node=self.node,
+                )
+            )
+        detail = self._follower.take_stale()
+        if detail is not None:
+            out.append(SourceStale(now, f"kernel:{self.node}", detail, node=self.node))
+        return out
+
+    def close(self) -> None:
+        self._follower.close()
