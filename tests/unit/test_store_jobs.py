@@ -81,3 +81,6 @@ def test_unusable_url_is_a_store_error(tmp_path: Path) -> None:
     blocker.write_text("")
     with pytest.raises(StoreError):
         Store(sqlite_url(str(blocker / "sub" / "tm.db")))
+    # Nothing listens on port 1: a clear StoreError naming the URL, password hidden.
+    with pytest.raises(StoreError, match=r"postgresql\+psycopg://u:\*\*\*@127.0.0.1:1/db"):
+        Store("postgresql://u:secret@127.0.0.1:1/db")
