@@ -82,5 +82,6 @@ def test_unusable_url_is_a_store_error(tmp_path: Path) -> None:
     with pytest.raises(StoreError):
         Store(sqlite_url(str(blocker / "sub" / "tm.db")))
     # Nothing listens on port 1: a clear StoreError naming the URL, password hidden.
-    with pytest.raises(StoreError, match=r"postgresql\+psycopg://u:\*\*\*@127.0.0.1:1/db"):
+    with pytest.raises(StoreError, match=r"postgresql\+psycopg://u:\*\*\*@127.0.0.1:1/db") as info:
         Store("postgresql://u:secret@127.0.0.1:1/db")
+    assert "\n" not in str(info.value) and "secret" not in str(info.value)

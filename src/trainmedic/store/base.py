@@ -43,6 +43,11 @@ class InvalidTransition(StoreError):
     """An advice status change that the life cycle does not allow."""
 
 
+def _one_line(detail: object) -> str:
+    """Driver messages span lines (psycopg adds hints); errors here are one line."""
+    return " ".join(str(detail).split())
+
+
 def normalise_url(url: str) -> str:
     """Default PostgreSQL URLs to the psycopg 3 driver (the ``postgres`` extra installs it)."""
     for prefix in ("postgresql://", "postgres://"):
@@ -102,7 +107,7 @@ class StoreBase:
 
     def _create_schema(self) -> None:
         try:
-            with self._write() as conn:
+            with self._write("create schema") as conn:
                 schema.metadata.create_all(conn)
                 present = conn.execute(
                     sa.select(schema.meta.c.value).where(schema.meta.c.key == "schema_version")
@@ -129,10 +134,12 @@ class StoreBase:
                 with conn.begin():
                     yield conn
         except exc.IntegrityError as error:
-            raise DuplicateKey(f"store {self._safe_url}: {what}: {error.orig}") from error
+            raise DuplicateKey(
+                f"store {self._safe_url}: {what}: {_one_line(error.orig)}"
+            ) from error
         except exc.SQLAlchemyError as error:
             detail = getattr(error, "orig", None) or error
-            raise StoreError(f"store {self._safe_url}: {what}: {detail}") from error
+            raise StoreError(f"store {self._safe_url}: {what}: {_one_line(detail)}") from error
 
     def _read(self, what: str = "read") -> AbstractContextManager[Connection]:
         return self._transaction(False, what)
