@@ -1,0 +1,94 @@
+"""GPU telemetry from a DCGM-exporter-compatible Prometheus endpoint, one per node.
+
+``DcgmScraper.poll()`` fetches the text exposition (1 s timeout), keeps the health metrics in
+``WATCHED`` and returns them as ``TelemetrySample``s; an unreachable or malformed endpoint
+gives one ``SourceStale`` per outage and never raises. ``telemetry_to_events`` (pure) turns
+changes between two scrapes into ``Event``s for attribution.
+"""
+
+from __future__ import annotations
+
+import http.client
+import time
+import urllib.error
+import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from trainmedic.observations import Observation, SourceStale, TelemetrySample
+from trainmedic.sources.lines import Clock
+
+XID = "DCGM_FI_DEV_XID_ERRORS"  # gauge: the last Xid seen (0: none)
+DBE_VOLATILE = "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"
+DBE_AGGREGATE = "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL"
+ROW_REMAP_FAILURE = "DCGM_FI_DEV_ROW_REMAP_FAILURE"
+NVLINK_ERRORS = (
+    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+)
+THERMAL_VIOLATION = "DCGM_FI_DEV_THERMAL_VIOLATION"
+GPU_TEMP = "DCGM_FI_DEV_GPU_TEMP"
+WATCHED = frozenset(
+    {
+        XID,
+        DBE_VOLATILE,
+        DBE_AGGREGATE,
+        ROW_REMAP_FAILURE,
+        THERMAL_VIOLATION,
+        GPU_TEMP,
+        *NVLINK_ERRORS,
+    }
+)
+GPU_LABELS = ("gpu", "UUID", "pci_bus_id")
+"""Labels naming the GPU, in order of preference (dcgm-exporter sets all three)."""
+
+MAX_BODY_BYTES = 4 * 1024 * 1024
+
+
+def parse_exposition(text: str, node: str, now: float) -> list[TelemetrySample]:
+    """The watched samples of one scrape. Raises ValueError on malformed text."""
+    samples: list[TelemetrySample] = []
+    for family in text_string_to_metric_families(text):
+        if family.name not in WATCHED:
+            continue
+        for sample in family.samples:
+            # The parser names counter samples `<name>_total` and adds `_created` ones.
+            if sample.name not in (family.name, family.name + "_total"):
+                continue
+            gpu = next((sample.labels[k] for k in GPU_LABELS if sample.labels.get(k)), "")
+            samples.append(TelemetrySample(now, node, gpu, family.name, float(sample.value)))
+    return samples
+
+
+class DcgmScraper:
+    def __init__(
+        self, node: str, url: str, *, timeout_s: float = 1.0, clock: Clock = time.time
+    ) -> None:
+        self.node = node
+        self.url = url
+        self.timeout_s = timeout_s
+        self._clock = clock
+        self.stale = False
+
+    def poll(self) -> list[Observation]:
+        now = self._clock()
+        try:
+            with urllib.request.urlopen(self.url, timeout=self.timeout_s) as response:
+                body = response.read(MAX_BODY_BYTES)
+            samples = parse_exposition(body.decode("utf-8", errors="replace"), self.node, now)
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            # URLError, timeouts and refused connections are OSErrors; a malformed page is a
+            # ValueError. Either way the telemetry is unknown, which is not a failure.
+            if self.stale:
+                return []
+            self.stale = True
+            reason: object = exc  # HTTPError prints "HTTP Error 404: Not Found"
+            if isinstance(exc, urllib.error.URLError) and not isinstance(
+                exc, urllib.error.HTTPError
+            ):
+                reason = exc.reason  # e.g. "[Errno 111] Connection refused"
+            return [SourceStale(now, f"dcgm:{self.node}", f"{self.url}: {reason}", node=self.node)]
+        self.stale = False
+        return list(samples)
