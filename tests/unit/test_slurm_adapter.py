@@ -95,7 +95,8 @@ def test_requeue_running_job_holds_excludes_and_releases() -> None:
     acts = [c for c in fake.calls if c[1] != "-o" and c[0] == "scontrol"]
     assert acts == [
         ["scontrol", "requeuehold", "1"],
-        ["scontrol", "update", "JobId=1", "ExcNodeList=node2"],
+        # job 1 was submitted with -w node[1-2]: the excluded node leaves its ReqNodeList
+        ["scontrol", "update", "JobId=1", "ReqNodeList=node1", "ExcNodeList=node2"],
         ["scontrol", "release", "1"],
     ]
     assert plan.exclude == ("node2",) and plan.dropped == ()
@@ -114,7 +115,7 @@ def test_requeue_never_strands_the_job() -> None:
     fake = _fake()
     plan = SlurmScheduler(fake).requeue_excluding("1", ["node1", "node4", "node5"])
     assert plan.exclude == ("node1",) and plan.dropped == ("node4", "node5")
-    assert ["scontrol", "update", "JobId=1", "ExcNodeList=node1"] in fake.calls
+    assert ["scontrol", "update", "JobId=1", "ReqNodeList=node2", "ExcNodeList=node1"] in fake.calls
 
 
 def test_drain_respects_foreign_reason() -> None:

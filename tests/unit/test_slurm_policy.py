@@ -79,3 +79,10 @@ def test_unknown_nodes_are_not_sent_to_slurm() -> None:
     plan = plan_exclusion([], ["n9", "n1"], 1, _nodes("n1", "n2"))
     assert plan.exclude == ("n1",) and plan.dropped == ("n9",)
     assert "unknown nodes ['n9']" in plan.note
+
+
+def test_excluded_required_nodes_leave_the_required_list() -> None:
+    nodes = _nodes("n1", "n2", "n3", "n4")
+    plan = plan_exclusion([], ["n2"], 2, nodes, required=["n1", "n2"])
+    assert plan.exclude == ("n2",) and plan.required == ("n1",)
+    assert plan_exclusion([], ["n3"], 2, nodes, required=["n1", "n2"]).required is None

@@ -136,9 +136,13 @@ class SlurmScheduler:
         if plan.note:
             log.warning("job %s: %s", job_id, plan.note)
         self._hold(details)
-        if set(plan.exclude) != set(details.excluded_nodes):
-            exc = join_hostlist(plan.exclude) if plan.exclude else ""
-            self._check(["scontrol", "update", f"JobId={job_id}", f"ExcNodeList={exc}"])
+        update = []
+        if plan.required is not None:
+            update.append(f"ReqNodeList={join_hostlist(plan.required)}")
+        if plan.required is not None or set(plan.exclude) != set(details.excluded_nodes):
+            update.append(f"ExcNodeList={join_hostlist(plan.exclude)}")
+        if update:
+            self._check(["scontrol", "update", f"JobId={job_id}", *update])
         self.release(job_id)
         self.last_plan = plan
         return plan
@@ -150,7 +154,11 @@ class SlurmScheduler:
             n.info for n in nodes if not partitions or partitions.intersection(n.partitions)
         ]
         return plan_exclusion(
-            details.excluded_nodes, requested, max(details.node_count, 1), candidates
+            details.excluded_nodes,
+            requested,
+            max(details.node_count, 1),
+            candidates,
+            required=details.required_nodes,
         )
 
     def hold(self, job_id: str) -> None:

@@ -83,6 +83,7 @@ class ExclusionPlan:
     usable_after: int  # nodes the job may still run on (up, not drained, not excluded)
     node_count: int
     note: str = ""
+    required: tuple[str, ...] | None = None  # a new ReqNodeList when an exclusion hit it
 
     @property
     def reset(self) -> bool:
@@ -94,11 +95,13 @@ def plan_exclusion(
     requested: Sequence[str],
     node_count: int,
     candidates: Sequence[NodeInfo],
+    required: Sequence[str] = (),
 ) -> ExclusionPlan:
     """Union of the job's existing exclusions and the new ones, newest first, keeping each
     exclusion only while the job still has ``node_count`` usable nodes among ``candidates``
     (the nodes of its partition). Names not among the candidates are dropped: Slurm rejects
-    an ExcNodeList naming an unknown node."""
+    an ExcNodeList naming an unknown node. A job's required nodes (``-w``) that get excluded
+    leave its ReqNodeList: Slurm holds a job whose two lists overlap (BadConstraints)."""
     known = {n.name for n in candidates}
     usable = {n.name for n in candidates if not n.drain and not n.state.is_unhealthy()}
     newest_first = list(dict.fromkeys([*requested, *reversed(existing)]))
@@ -124,6 +127,10 @@ def plan_exclusion(
         )
     if unknown:
         notes.append(f"dropped unknown nodes {sorted(unknown)}")
+    new_required: tuple[str, ...] | None = None
+    if set(required) & set(kept):
+        new_required = tuple(n for n in required if n not in kept)
+        notes.append(f"required nodes now {list(new_required) or 'none'}")
     return ExclusionPlan(
         exclude=tuple(sorted(kept)),
         requested=tuple(requested),
@@ -131,4 +138,5 @@ def plan_exclusion(
         usable_after=len(remaining),
         node_count=node_count,
         note="; ".join(notes),
+        required=new_required,
     )
