@@ -148,3 +148,27 @@ def test_holds_and_node_history(store: Store) -> None:
     assert store.release_hold("pg-j4", released_at=3.0) == 1
     store.record_node_event("pg-n1", time=1.0, category=Category.NODE_HARDWARE, drained=True)
     assert store.node_history("pg-n1")[0].drained
+
+
+def test_concurrent_generations_stay_unique(store: Store) -> None:
+    barrier = threading.Barrier(3)
+    errors: list[BaseException] = []
+
+    def writer(name: str) -> None:
+        own = Store(store.url)
+        barrier.wait()
+        try:
+            for i in range(10):
+                advice = Advice(Action.RESTART, name)
+                own.put_advice("pg-gen", 0, advice, mode=AdviceMode.MONITOR, now=float(i))
+        except BaseException as error:  # reported to the test thread below
+            errors.append(error)
+        own.close()
+
+    threads = [threading.Thread(target=writer, args=(f"w{i}",)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []
+    assert [a.generation for a in store.list_advice("pg-gen")] == list(range(1, 31))

@@ -30,6 +30,7 @@ from trainmedic.store.records import ADVICE_TRANSITIONS, AdviceMode, AdviceRecor
 
 _advice = schema.advice
 _ACTIVE = (AdviceStatus.PENDING.value, AdviceStatus.APPLYING.value)
+_GENERATION_RETRIES = 20
 
 
 class AdviceRepository(StoreBase):
@@ -56,7 +57,9 @@ class AdviceRepository(StoreBase):
             if existing is not None:
                 return existing
         status = AdviceStatus.RECORDED if mode is AdviceMode.MONITOR else AdviceStatus.PENDING
-        for _ in range(5):
+        # SQLite serialises writers (BEGIN IMMEDIATE); on PostgreSQL two writers can read the
+        # same max(generation), and the loser retries after the unique constraint refuses it.
+        for _ in range(_GENERATION_RETRIES):
             try:
                 return self._insert_generation(
                     job_id, attempt, advice, mode, status, now, incident_id
