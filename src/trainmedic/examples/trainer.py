@@ -6,10 +6,11 @@ Run under torchrun, e.g. two "nodes" of two ranks on one machine::
         --master_addr=127.0.0.1 --master_port=29500 \\
         -m trainmedic.examples.trainer --run-dir RUN --iters 300 --ckpt-every 50
 
-A small MLP learns a fixed random teacher on seeded synthetic data. Each step does forward and
-backward under ``no_sync()`` (timed as ``compute_s``), then one explicit allreduce of the
-flattened gradients with the loss appended (timed as ``wait_s``): the summed loss doubles as
-the global finite-loss check, so every rank stops together on NaN. Rank 0 checkpoints every
+A small MLP learns a fixed random teacher on seeded synthetic data, data-parallel over all
+ranks. Each step does forward and backward locally (timed as ``compute_s``), then one
+explicit allreduce of the flattened gradients with the loss appended (timed as ``wait_s``):
+the summed loss doubles as the global finite-loss check, so every rank stops together on NaN.
+Rank 0 checkpoints every
 ``--ckpt-every`` steps; every rank resumes from the newest checkpoint on start. Log format:
 ``trainmedic.examples.rank_log``; fault injection: ``trainmedic.examples.faults``.
 
