@@ -1,0 +1,164 @@
+"""The matcher: same hits as a naive scan, quiet on healthy lines, events built right."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from trainmedic.model import ActionHint, Category, Event, EvidenceSource, LinePrefix, Role
+from trainmedic.signatures.catalogue import load_catalogue
+from trainmedic.signatures.matcher import Hit, Matcher, default_matcher, normalize_pci
+
+HEALTHY = [
+    "[rank3]:[2025-03-01 10:00:01,123] iteration     1200/  500000 | consumed samples: 614400 |"
+    " elapsed time per iteration (ms): 812.4 | learning rate: 2.999E-04 | global batch size:"
+    "   512 | lm loss: 2.418721E+00 | loss scale: 65536.0 | grad norm: 0.412 |"
+    " number of skipped iterations:   0 | number of nan iterations:   0 |",
+    "gpu-a01:81234:81390 [0] NCCL INFO Channel 00/02 :    0   1   2   3   4   5   6   7",
+    "node1:123:456 [0] NCCL INFO Channel 00/02 : 0 1",
+    "gpu-a01:81234:81390 [3] NCCL INFO Connected all rings",
+    "gpu-a01:81234:81390 [3] NCCL INFO comm 0x55d0c0 rank 3 nranks 16 cudaDev 3 busId 4f000"
+    " - Init COMPLETE",
+    "{'loss': 1.7342, 'grad_norm': 0.88, 'learning_rate': 1.98e-05, 'epoch': 0.42}",
+    "Epoch 3:  41%|████      | 410/1000 [02:13<03:11,  3.08it/s, loss=0.512, v_num=7]",
+    "epoch 3 step 4100 loss 0.5121 lr 0.00019 tokens/s 182331",
+    "[2025-03-01 10:00:05,001] [INFO] [logging.py:96:log_dist] [Rank 0] step=4100, skipped=0,"
+    " lr=[0.00019]",
+    "Saving checkpoint at iteration    4000 to /ckpt/run7",
+    "  successfully saved checkpoint at iteration    4000 to /ckpt/run7",
+    "0: Validation loss 1.9012 perplexity 6.69",
+]
+
+ERRORS = [
+    "[rank5]:[E1104 11:02:17.1 ProcessGroupNCCL.cpp:616] [Rank 5] Watchdog caught collective"
+    " operation timeout: WorkNCCL(SeqNum=4051, OpType=ALLREDUCE, NumelIn=8, NumelOut=8,"
+    " Timeout(ms)=600000) ran for 600042 milliseconds before timing out.",
+    "kernel: NVRM: Xid (PCI:0000:3B:00): 79, pid=20114, name=python, GPU has fallen off the bus.",
+    "kernel: NVRM: Xid (PCI:0000:4e:00): 45, pid=88120, name=python, Ch 00000004"
+    " caused by previous Xid 74",
+    "RuntimeError: CUDA error: an illegal memory access was encountered",
+    "  exitcode  : -9 (pid: 77120)",
+    "srun: error: gpu-07: task 3: Exited with exit code 1",
+    "OSError: [Errno 28] No space left on device: '/ckpt/run7/iter_4000'",
+    "Killed",
+    "frame #3: <unknown function> + 0xd6df4 (0x7f1100aabdf4 in /lib/libstdc++.so.6)",
+    "Traceback (most recent call last):",
+]
+
+
+def test_healthy_lines_produce_no_primary_hits() -> None:
+    matcher = default_matcher()
+    for line in HEALTHY:
+        assert [h for h in matcher.match(line) if h.signature.role is Role.PRIMARY] == [], line
+
+
+def test_known_errors_hit() -> None:
+    matcher = default_matcher()
+    for line in ERRORS:
+        assert matcher.match(line), line
+
+
+def _mutations(rng: random.Random, base: list[str], n: int) -> list[str]:
+    """Lines made from pieces of real-looking lines: splices, truncations, case flips."""
+    out = []
+    for _ in range(n):
+        a, b = rng.choice(base), rng.choice(base)
+        i, j = rng.randrange(len(a) + 1), rng.randrange(len(b) + 1)
+        line = a[:i] + b[j:]
+        if rng.random() < 0.2:
+            line = line.swapcase()
+        if rng.random() < 0.2:
+            k = rng.randrange(len(line) + 1)
+            line = line[:k] + rng.choice(["\x00", "é", "\t", "  ", "nan", "Error: "]) + line[k:]
+        out.append(line)
+    return out
+
+
+def test_prefilter_gives_same_hits_as_naive_scan() -> None:
+    matcher = default_matcher()
+    examples = [e for s in matcher.catalogue.signatures for e in (*s.examples, *s.counter_examples)]
+    base = HEALTHY + ERRORS + examples
+    rng = random.Random(20260101)
+    for line in base + _mutations(rng, base, 3000):
+        assert matcher.match(line) == matcher.match_naive(line), line
+
+
+def test_hits_are_in_catalogue_order_with_groups() -> None:
+    matcher = default_matcher()
+    hits = matcher.match(ERRORS[1])
+    ids = [h.signature.id for h in hits]
+    order = [s.id for s in matcher.catalogue.signatures]
+    assert ids == sorted(ids, key=order.index)
+    xid_hit = next(h for h in hits if h.signature.id == "nvrm.xid")
+    assert dict(xid_hit.groups) == {"pci": "0000:3B:00", "xid": "79"}
+    assert all(value for _, value in xid_hit.groups)
+
+
+def _event(line: str, signature_id: str, prefix: LinePrefix | None = None) -> Event:
+    matcher = default_matcher()
+    hit = next(h for h in matcher.match(line) if h.signature.id == signature_id)
+    return matcher.to_event(
+        hit,
+        line=7,
+        text=line,
+        source="job.log",
+        evidence=EvidenceSource.KERNEL_LOG,
+        prefix=prefix or LinePrefix(),
+    )
+
+
+def test_xid_event_takes_bucket_from_table() -> None:
+    event = _event(ERRORS[1], "nvrm.xid", LinePrefix(node="gpu-a01", timestamp=12.5))
+    assert event.xid == 79
+    assert event.gpu == "0000:3b:00"
+    assert event.category is Category.GPU_HARDWARE
+    assert event.action_hint is ActionHint.REBOOT_NODE
+    assert event.strong is True
+    assert event.node == "gpu-a01"
+    assert event.timestamp == 12.5
+    assert event.line == 7
+
+
+def test_xid_cleanup_is_cascade_and_names_its_cause() -> None:
+    cleanup = _event(ERRORS[2], "nvrm.xid")
+    assert cleanup.xid == 45
+    assert cleanup.role is Role.CASCADE
+    cause = _event(ERRORS[2], "nvrm.xid_previous_cause")
+    assert cause.xid == 74
+    assert cause.role is Role.PRIMARY
+    assert cause.action_hint is ActionHint.RESET_GPU
+
+
+def test_groups_override_prefix_and_prefix_fills_gaps() -> None:
+    line = "srun: error: gpu-07: task 3: Exited with exit code 1"
+    event = _event(line, "slurm.task_exited", LinePrefix(rank=0, node="batch-host"))
+    assert (event.rank, event.node) == (3, "gpu-07")
+    plain = _event(
+        "RuntimeError: CUDA error: unknown error", "cuda.unknown_error", LinePrefix(rank=4)
+    )
+    assert (plain.rank, plain.node) == (4, None)
+
+
+@pytest.mark.parametrize(
+    ("raw", "normal"),
+    [
+        ("0000:3B:00", "0000:3b:00"),
+        ("0000:3b:00.0", "0000:3b:00"),
+        ("00000000:AF:00.0", "0000:af:00"),
+        ("3b:00", "0000:3b:00"),
+        ("garbage", "garbage"),
+    ],
+)
+def test_normalize_pci(raw: str, normal: str) -> None:
+    assert normalize_pci(raw) == normal
+
+
+def test_matcher_from_explicit_catalogue_and_hit_group() -> None:
+    matcher = Matcher(load_catalogue())
+    hit = matcher.match("srun: error: Node failure on gpu-203")[0]
+    assert isinstance(hit, Hit)
+    assert hit.group("node") == "gpu-203"
+    assert hit.group("rank") is None
+    assert matcher.match("") == ()
+    assert default_matcher() is default_matcher()
