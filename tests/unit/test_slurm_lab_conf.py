@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainmedic.slurmlab.conf import LabLayout, render_slurm_conf
-from trainmedic.slurmlab.telemetry import read_overrides, render_metrics, set_gpu_metric
+from trainmedic.slurmlab.telemetry import FileBackedStub, read_overrides, set_gpu_metric
 
 
 def _layout() -> LabLayout:
@@ -48,11 +48,18 @@ def test_telemetry_file_overrides_one_gpu(tmp_path: Path) -> None:
     assert read_overrides(tmp_path) == {
         "1": {"DCGM_FI_DEV_XID_ERRORS": 79.0, "DCGM_FI_DEV_GPU_TEMP": 91.5}
     }
-    text = render_metrics("node7", read_overrides(tmp_path), gpus=2)
-    assert 'DCGM_FI_DEV_XID_ERRORS{gpu="1",UUID="GPU-lab-node7-1",device="nvidia1",' in text
-    assert text.count("DCGM_FI_DEV_XID_ERRORS{") == 2
-    assert 'modelName="Lab GPU",Hostname="node7"} 79' in text
-    assert "# TYPE DCGM_FI_DEV_ECC_DBE_VOL_TOTAL counter" in text
+    stub = FileBackedStub("node7", tmp_path, gpus=2, port=0)
+    try:
+        lines = stub.exposition().splitlines()
+    finally:
+        stub.stop()
+    xid = [ln for ln in lines if ln.startswith("DCGM_FI_DEV_XID_ERRORS{")]
+    assert len(xid) == 2
+    assert xid[0].startswith('DCGM_FI_DEV_XID_ERRORS{gpu="0"') and xid[0].endswith(" 0")
+    assert 'Hostname="node7"' in xid[1] and xid[1].endswith(" 79")
+    assert any(
+        ln.startswith('DCGM_FI_DEV_GPU_TEMP{gpu="1"') and ln.endswith(" 91.5") for ln in lines
+    )
 
 
 def test_missing_or_torn_telemetry_file_means_defaults(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """Per-node GPU telemetry for the lab: one DCGM-exporter-compatible ``/metrics`` endpoint per
-virtual node.
+virtual node (``trainmedic.sources.dcgm_stub.DcgmExporterStub``), in a process of its own.
 
 Values live in a small JSON file in the node's directory (``telemetry.json``), read at scrape
 time, so anything on the host (a test, or a job running "on" that node and knowing its
@@ -16,33 +16,13 @@ import signal
 import sys
 import tempfile
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType
 
+from trainmedic.sources.dcgm_stub import DcgmExporterStub
+
 TELEMETRY_FILE = "telemetry.json"
 GPUS_PER_NODE = 4
-
-# (metric, type, help, default value): the fields dcgm-exporter's default profile exposes
-# that a recovery service reads.
-DEFAULT_METRICS: tuple[tuple[str, str, str, float], ...] = (
-    ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", 40.0),
-    ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", 90.0),
-    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", 0.0),
-    ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.", 0.0),
-    (
-        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
-        "counter",
-        "Total number of double-bit volatile ECC errors.",
-        0.0,
-    ),
-    (
-        "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
-        "counter",
-        "Total number of single-bit volatile ECC errors.",
-        0.0,
-    ),
-)
 
 
 def read_overrides(node_dir: Path) -> dict[str, dict[str, float]]:
@@ -71,46 +51,24 @@ def set_gpu_metric(node_dir: Path, gpu: int, metric: str, value: float) -> None:
     os.replace(tmp, node_dir / TELEMETRY_FILE)
 
 
-def render_metrics(node: str, overrides: dict[str, dict[str, float]], gpus: int) -> str:
-    """Prometheus text exposition in dcgm-exporter's shape (labels gpu, UUID, device, Hostname)."""
-    out: list[str] = []
-    for metric, kind, help_text, default in DEFAULT_METRICS:
-        out.append(f"# HELP {metric} {help_text}")
-        out.append(f"# TYPE {metric} {kind}")
-        for gpu in range(gpus):
-            value = overrides.get(str(gpu), {}).get(metric, default)
-            labels = (
-                f'gpu="{gpu}",UUID="GPU-lab-{node}-{gpu}",device="nvidia{gpu}",'
-                f'modelName="Lab GPU",Hostname="{node}"'
-            )
-            out.append(f"{metric}{{{labels}}} {value:g}")
-    return "\n".join(out) + "\n"
+class FileBackedStub(DcgmExporterStub):
+    """The project's DCGM-exporter stand-in, its values refreshed from the node's telemetry
+    file at every scrape (so other processes can inject faults)."""
 
+    def __init__(self, node: str, node_dir: Path, gpus: int, port: int) -> None:
+        super().__init__(node, gpus=gpus, port=port)
+        self.node_dir = node_dir
 
-def _handler_for(node: str, node_dir: Path, gpus: int) -> type[BaseHTTPRequestHandler]:
-    class MetricsHandler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path.split("?")[0] != "/metrics":
-                self.send_error(404)
-                return
-            body = render_metrics(node, read_overrides(node_dir), gpus).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            """Scrapes are frequent; keep the log file for errors."""
-
-    return MetricsHandler
+    def exposition(self) -> str:
+        for gpu, values in read_overrides(self.node_dir).items():
+            if gpu.isdigit() and int(gpu) < self.gpus:
+                for metric, value in values.items():
+                    self.set_value(metric, int(gpu), value)
+        return super().exposition()
 
 
 def serve(nodes_dir: Path, ports: dict[str, int], gpus: int) -> None:
-    servers = [
-        ThreadingHTTPServer(("127.0.0.1", port), _handler_for(node, nodes_dir / node, gpus))
-        for node, port in ports.items()
-    ]
+    """Serve every node's endpoint until SIGTERM / SIGINT."""
     done = threading.Event()
 
     def _stop(signum: int, frame: FrameType | None) -> None:
@@ -118,14 +76,13 @@ def serve(nodes_dir: Path, ports: dict[str, int], gpus: int) -> None:
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in servers]
-    for t in threads:
-        t.start()
+    stubs = [
+        FileBackedStub(node, nodes_dir / node, gpus, port).start() for node, port in ports.items()
+    ]
     print("ready", flush=True)
     done.wait()
-    for s in servers:
-        s.shutdown()
-        s.server_close()
+    for stub in stubs:
+        stub.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
