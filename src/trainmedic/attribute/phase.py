@@ -11,6 +11,9 @@ nothing at all), so each verdict here is of low confidence:
   (dataset preparation, tokenising, evaluation set) that had run for many minutes when the job
   was torn down: one rank worked alone while the others sat in a collective until the
   timeout (default 30 min) killed the step.
+* **killed first**: the earliest non-SIGTERM exit in torchrun's table is a SIGKILL that no
+  line explains, and the other ranks only timed out later: a kill nobody logged sending is, far
+  most often, the host OOM killer (the job's memory use: application).
 * **silence after init**: the process group formed, then nothing: not one step, no error.
   A hang in the first collective; with NCCL that is usually broken peer-to-peer (PCI ACS /
   IOMMU), i.e. the platform's configuration.
@@ -22,8 +25,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from trainmedic.attribute.culprit import collective_position
+from trainmedic.attribute.culprit import collective_position, first_real_failure
 from trainmedic.attribute.facts import ProgressSummary
+from trainmedic.logparse.elastic import SIGKILL_EXITS, ChildFailure
 from trainmedic.model import Category, Event, Kind
 
 SETUP_COLLECTIVES = 100
@@ -87,4 +91,18 @@ def silence_after_init(progress: ProgressSummary | None) -> PhaseFinding | None:
         0.3,
         "the process group formed, then no step and no error: a hang in the first "
         "collective, typically GPU peer-to-peer broken by PCI ACS / IOMMU settings",
+    )
+
+
+def killed_first(failures: Sequence[ChildFailure]) -> PhaseFinding | None:
+    first = first_real_failure(failures)
+    if first is None or first.exitcode not in SIGKILL_EXITS:
+        return None
+    who = f"rank {first.rank}" if first.rank is not None else f"local rank {first.local_rank}"
+    return PhaseFinding(
+        Category.APPLICATION,
+        Kind.CRASH,
+        0.35,
+        f"{who} was SIGKILLed first (exitcode {first.exitcode}) with no error line: "
+        "most likely the host OOM killer",
     )

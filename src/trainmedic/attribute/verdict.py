@@ -19,12 +19,12 @@ from trainmedic.attribute.culprit import Culprit, find_culprit, first_real_failu
 from trainmedic.attribute.facts import JobFacts
 from trainmedic.attribute.phase import (
     PhaseFinding,
+    killed_first,
     setup_divergence,
     silence_after_init,
     solo_phase,
 )
 from trainmedic.attribute.rules import refine
-from trainmedic.logparse.elastic import SIGKILL_EXITS
 from trainmedic.model import (
     NO_FAILURE,
     Category,
@@ -169,7 +169,11 @@ def _from_root(
 
 def _cascade_only(cascades: Sequence[Event], events: Sequence[Event], facts: JobFacts) -> Verdict:
     timeouts = [e for e in cascades if _TIMEOUT.search(e.text)]
-    finding = setup_divergence(timeouts, facts.progress) or solo_phase(facts.progress)
+    finding = (
+        killed_first(facts.child_failures)
+        or setup_divergence(timeouts, facts.progress)
+        or solo_phase(facts.progress)
+    )
     if finding is not None:
         return _from_finding(finding, events, facts, timeouts)
     network = [e for e in cascades if e.category is Category.NETWORK_HARDWARE]
@@ -191,24 +195,19 @@ def _cascade_only(cascades: Sequence[Event], events: Sequence[Event], facts: Job
 
 
 def _teardown_only(teardown: Sequence[Event], events: Sequence[Event], facts: JobFacts) -> Verdict:
-    finding = solo_phase(facts.progress)
+    finding = killed_first(facts.child_failures) or solo_phase(facts.progress)
     if finding is not None:
         return _from_finding(finding, events, facts, ())
     culprit = find_culprit(None, (), facts.child_failures, facts.ranks_seen)
-    first = first_real_failure(facts.child_failures)
-    category, basis = Category.UNKNOWN, "only teardown noise, no error line"
-    if first is not None and first.exitcode in SIGKILL_EXITS:
-        # A SIGKILL nobody logged sending is, far most often, the host OOM killer.
-        category, basis = Category.APPLICATION, "a rank was SIGKILLed (host OOM killer?)"
     return Verdict(
         failure=True,
         kind=Kind.CRASH,
-        category=category,
-        confidence=0.3 if category is Category.APPLICATION else 0.25,
+        category=Category.UNKNOWN,
+        confidence=0.25,
         root_cause=teardown[0] if teardown else None,
         implicated=_implicated(None, events, culprit),
         cascades=_noise(events, None),
-        basis=f"{basis}; culprit: {culprit.basis}",
+        basis=f"only teardown noise, no error line; culprit: {culprit.basis}",
     )
 
 

@@ -1,0 +1,103 @@
+"""analyze on hostile input: binary, invalid UTF-8, NULs, a 10 MB line, empty, unreadable."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from trainmedic.analyze import analyze_path
+from trainmedic.errors import InputError
+from trainmedic.model import Kind
+
+
+def _healthy(verdict_kind: Kind, failure: bool) -> None:
+    assert verdict_kind is Kind.NONE and not failure
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    path = tmp_path / "empty.log"
+    path.write_bytes(b"")
+    r = analyze_path(path)
+    _healthy(r.verdict.kind, r.verdict.failure)
+    assert r.lines == 0
+
+
+def test_binary_garbage(tmp_path: Path) -> None:
+    path = tmp_path / "random.bin.log"
+    path.write_bytes(bytes(range(256)) * 4000 + os.urandom(50_000))
+    r = analyze_path(path)
+    _healthy(r.verdict.kind, r.verdict.failure)
+
+
+def test_invalid_utf8_and_nuls_still_match(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.log"
+    path.write_bytes(
+        b"\xff\xfe garbage \x80\x81\n"
+        b"step 1 loss 2.0\x00\x00\n"
+        b"\x00\x00RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\xc3\x28\n"
+    )
+    r = analyze_path(path)
+    assert r.verdict.failure
+    assert r.verdict.root_cause is not None and r.verdict.root_cause.line == 3
+    assert "\x00" not in r.verdict.root_cause.text
+
+
+def test_ten_megabyte_single_line(tmp_path: Path) -> None:
+    path = tmp_path / "long.log"
+    with path.open("wb") as f:
+        f.write(b"x" * (10 * 1024 * 1024))
+        f.write(b"\nRuntimeError: CUDA error: an illegal memory access was encountered\n")
+    r = analyze_path(path)
+    assert r.lines == 2
+    assert r.verdict.root_cause is not None and r.verdict.root_cause.line == 2
+
+
+def test_missing_path_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="nothere"):
+        analyze_path(tmp_path / "nothere.log")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files regardless of mode")
+def test_permission_denied(tmp_path: Path) -> None:
+    path = tmp_path / "secret.log"
+    path.write_text("x\n")
+    path.chmod(0)
+    with pytest.raises(InputError, match=r"secret\.log"):
+        analyze_path(path)
+
+
+def test_directory_without_files(tmp_path: Path) -> None:
+    (tmp_path / "job").mkdir()
+    with pytest.raises(InputError, match="no readable"):
+        analyze_path(tmp_path / "job")
+
+
+def test_directory_is_one_job(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "rank0.log").write_text(
+        "[rank0]:[E1128 14:11:59.5 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=8361, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+        "Timeout(ms)=600000) ran for 600047 milliseconds before timing out.\n"
+    )
+    (job / "kern.log").write_text(
+        "Nov 28 14:01:59 gpu-node-07 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=48213, "
+        "name=python, GPU has fallen off the bus.\n"
+    )
+    r = analyze_path(job)
+    assert len(r.files) == 2
+    assert r.verdict.category == "gpu_hardware"
+    assert r.verdict.implicated.nodes == ("gpu-node-07",)
+    assert r.advice.drain_nodes == ("gpu-node-07",)
+
+
+def test_gzip_log(tmp_path: Path) -> None:
+    import gzip
+
+    path = tmp_path / "rank0.log.gz"
+    with gzip.open(path, "wb") as f:
+        f.write(b"OSError: [Errno 116] Stale file handle\n")
+    r = analyze_path(path)
+    assert r.verdict.category == "storage"
