@@ -1,0 +1,305 @@
+"""Run the demo: the real service, the local backend, a real DDP job, faults in turn.
+
+Everything is real: ``torchrun`` process groups on four virtual nodes, the example trainer
+(gloo on CPU), the service loop with its log/kernel-log followers, the SQLite store, the
+executor acting through the local scheduler, and the HTTP API (its URL is printed, so
+``trainmedic status --url ...`` works while the demo runs). The runner only injects faults
+(through the trainer's fault file) and reads the store to time what happened.
+
+In ``monitor`` mode the service only records advice; the runner then plays the operator
+(a plain requeue, as a person would) so the next fault can be shown, and the report says no
+trainmedic action was taken.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainmedic.api.app import create_app
+from trainmedic.api.server import ApiServer
+from trainmedic.config.loader import default_config
+from trainmedic.config.sections import Config
+from trainmedic.demo.report import IncidentReport, Timeline, goodput, report_entry
+from trainmedic.demo.scenarios import Scenario
+from trainmedic.errors import TrainmedicError
+from trainmedic.model import Action
+from trainmedic.schedulers.local import LocalJobSpec, LocalScheduler
+from trainmedic.service import Service
+from trainmedic.store import AdviceRecord, AdviceStatus, IncidentRecord, JobSpec, Store, sqlite_url
+
+NODES = ("node1", "node2", "node3", "node4")
+
+
+class DemoError(TrainmedicError):
+    """The demo could not go on (a fault was not detected in time, the job did not start)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DemoOptions:
+    mode: str = "action"
+    workdir: Path | None = None
+    scenarios: tuple[Scenario, ...] = ()
+    fault_timeout_s: float = 60.0
+    api: bool = True
+
+
+def demo_config(mode: str) -> Config:
+    base = default_config()
+    return dataclasses.replace(
+        base,
+        service=dataclasses.replace(base.service, mode=mode, poll_interval_s=0.2),  # type: ignore[arg-type]
+        policy=dataclasses.replace(base.policy, stop_enforcement=True),
+    )
+
+
+class DemoRunner:
+    def __init__(self, options: DemoOptions, say: Callable[[str], None] = print) -> None:
+        self.options = options
+        self.timeline = Timeline(say)
+        self._stop = threading.Event()
+        self._cycle_error: BaseException | None = None
+
+    # -- set-up --------------------------------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        if self.options.workdir is not None:
+            self.options.workdir.mkdir(parents=True, exist_ok=True)
+            return self._run_in(self.options.workdir)
+        with tempfile.TemporaryDirectory(prefix="trainmedic-demo-") as tmp:
+            return self._run_in(Path(tmp))
+
+    def _run_in(self, workdir: Path) -> dict[str, Any]:
+        config = demo_config(self.options.mode)
+        self.sched = LocalScheduler(workdir / "cluster", nodes=NODES)
+        self.store = Store(sqlite_url(str(workdir / "state.db")))
+        self.service = Service(
+            config,
+            self.store,
+            self.sched,
+            executor_id="demo",
+            kernel_logs={n: str(self.sched.kernel_log(n)) for n in NODES},
+        )
+        self.run_dir = workdir / "run"
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        api = ApiServer(create_app(self.store, config)) if self.options.api else None
+        loop = threading.Thread(target=self._loop, name="trainmedic-service", daemon=True)
+        try:
+            if api is not None:
+                api.start()
+                self.timeline.say(f"service API at {api.url} (mode {self.options.mode})")
+            loop.start()
+            return self._scenarios()
+        finally:
+            self._stop.set()
+            loop.join(timeout=10)
+            self.sched.shutdown(cancel_jobs=True)
+            if api is not None:
+                api.stop()
+            self.store.close()
+
+    def _loop(self) -> None:
+        interval = self.service.config.service.poll_interval_s
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                result = self.service.cycle()
+            except TrainmedicError as exc:  # keep the demo alive; the main thread reports
+                self._cycle_error = exc
+                self.timeline.say(f"service cycle failed: {exc}")
+            else:
+                for event in result.executed:
+                    self.timeline.executor(event)
+            self._stop.wait(max(0.0, interval - (time.monotonic() - started)))
+
+    # -- the job -------------------------------------------------------------------------
+
+    def _submit(self) -> str:
+        command = (
+            "-m", "trainmedic.examples.trainer", "--run-dir", str(self.run_dir),
+            "--iters", "1000000", "--ckpt-every", "25", "--step-sleep", "0.01",
+        )  # fmt: skip
+        spec = LocalJobSpec(
+            name="demo-ddp", nnodes=2, nproc_per_node=2, command=command, run_dir=str(self.run_dir)
+        )
+        job_id = self.sched.submit(spec)
+        self.service.register(
+            job_id,
+            JobSpec(
+                log_paths=(str(self.run_dir / "job.out"),),
+                checkpoint_dir=str(self.run_dir / "checkpoints"),
+                kernel_logs={n: str(self.sched.kernel_log(n)) for n in NODES},
+                nodes=NODES,
+            ),
+            name="demo-ddp",
+        )
+        return job_id
+
+    def _wait(self, what: str, check: Callable[[], Any], timeout_s: float) -> Any:
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            value = check()
+            if value:
+                return value
+            time.sleep(0.1)
+        raise DemoError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+    def _iteration(self, job_id: str) -> int:
+        job = self.store.get_job(job_id)
+        return job.last_iteration or 0 if job else 0
+
+    def _wait_steady(self, job_id: str, iterations: int) -> int:
+        start = self._iteration(job_id)
+        self._wait(
+            f"{iterations} iterations of progress",
+            lambda: self._iteration(job_id) >= start + iterations,
+            self.options.fault_timeout_s,
+        )
+        return self._iteration(job_id)
+
+    # -- the faults ----------------------------------------------------------------------
+
+    def _scenarios(self) -> dict[str, Any]:
+        job_id = self._submit()
+        self.timeline.say(f"job {job_id}: DDP trainer, 2 nodes x 2 ranks, on 4 virtual nodes")
+        first = self._wait_steady(job_id, 30)
+        started = rate_t0 = time.time()
+        rate_i0 = first
+        self._wait_steady(job_id, 60)
+        rate = (self._iteration(job_id) - rate_i0) / max(1e-6, time.time() - rate_t0)
+        self.timeline.say(f"training steadily at {rate:.0f} it/s")
+        entries: list[IncidentReport] = []
+        faults: list[dict[str, Any]] = []
+        for number, scenario in enumerate(self.options.scenarios, 1):
+            self._wait_steady(job_id, 30)
+            entries.extend(self._one(job_id, number, scenario, faults))
+            if self.sched.job(job_id).state.is_terminal():
+                break
+        end = time.time()
+        final_iteration = max((a.last_iteration or 0) for a in self.store.list_attempts(job_id))
+        return {
+            "incidents": [e.as_json() for e in entries],
+            "goodput": goodput(final_iteration - first, rate, end - started),
+            "mode": self.options.mode,
+            "actions_taken": self._actions_taken(job_id),
+            "job_id": job_id,
+            "wall_s": round(end - started, 2),
+            "steady_it_per_s": round(rate, 1),
+        }
+
+    def _inject(self, job_id: str, number: int, scenario: Scenario, faults: list[Any]) -> float:
+        fault = {"id": f"demo-{number}-{scenario.fault}", **scenario.trainer_fault}
+        job = self.sched.job(job_id)
+        if scenario.target == "second_node":
+            fault["node"] = job.nodes[1]
+        elif scenario.target == "last_rank":
+            fault["rank"] = 3
+        if scenario.at_iter_ahead is not None:
+            fault["at_iter"] = self._iteration(job_id) + scenario.at_iter_ahead
+        faults.append(fault)
+        tmp = self.run_dir / "faults.json.tmp"
+        tmp.write_text(json.dumps(faults))
+        tmp.replace(self.run_dir / "faults.json")
+        injected = time.time()
+        where = fault.get("node") or (f"rank {fault['rank']}" if "rank" in fault else "all ranks")
+        when = f" at iteration {fault['at_iter']}" if "at_iter" in fault else ""
+        self.timeline.say(f"inject {scenario.fault} on {where}{when}")
+        return injected
+
+    def _one(
+        self, job_id: str, number: int, scenario: Scenario, faults: list[Any]
+    ) -> list[IncidentReport]:
+        seen = {i.id for i in self.store.list_incidents(job_id)}
+        injected = self._inject(job_id, number, scenario, faults)
+        out: list[IncidentReport] = []
+        for expected in scenario.expected_actions:
+            incident = self._wait(
+                f"trainmedic to detect {scenario.fault}",
+                lambda: next(
+                    (i for i in self.store.list_incidents(job_id) if i.id not in seen), None
+                ),
+                self.options.fault_timeout_s,
+            )
+            seen.add(incident.id)
+            advice = self._advice(incident)
+            self.timeline.incident(incident, advice)
+            fault_at = injected if scenario.at_iter_ahead is None else incident.fault_time
+            done_at, productive_at = self._recovery(job_id, scenario, incident, advice)
+            out.append(
+                report_entry(scenario, incident, advice, fault_at, done_at, productive_at, expected)
+            )
+        return out
+
+    def _advice(self, incident: IncidentRecord) -> AdviceRecord:
+        advice: AdviceRecord = self._wait(
+            f"advice for incident {incident.id}",
+            lambda: next(
+                (
+                    a
+                    for a in self.store.list_advice(incident.job_id)
+                    if a.incident_id == incident.id
+                ),
+                None,
+            ),
+            10.0,
+        )
+        return advice
+
+    def _advice_of(self, incident: IncidentRecord) -> AdviceRecord | None:
+        advice = self.store.list_advice(incident.job_id)
+        return next((a for a in advice if a.incident_id == incident.id), None)
+
+    def _recovery(
+        self, job_id: str, scenario: Scenario, incident: IncidentRecord, advice: AdviceRecord
+    ) -> tuple[float | None, float | None]:
+        """(action done, productive again) times; None where nothing was to be done."""
+        if not scenario.interrupts or advice.action is Action.NONE:
+            return None, None
+        done_at: float | None = None
+        if self.options.mode == "action":
+            final = self._wait(
+                f"the executor to carry out advice {advice.id}",
+                lambda: (a := self.store.get_advice(advice.id)).status.is_terminal() and a,
+                self.options.fault_timeout_s,
+            )
+            if final.status is not AdviceStatus.CONVERGED:
+                raise DemoError(f"advice {advice.id} ended {final.status.value}: {final.note}")
+            done_at = final.converged_at
+            if advice.action is Action.STOP:
+                return done_at, None
+        elif advice.action is Action.STOP:
+            return None, None
+        else:
+            self._operator_restart(job_id)
+        return done_at, self._productive_again(job_id, incident.attempt)
+
+    def _operator_restart(self, job_id: str) -> None:
+        """Monitor mode: nobody acts for trainmedic, so the demo requeues like a person."""
+        self.sched.requeue(job_id, ())
+        self.timeline.say("operator: plain requeue (trainmedic only advised)")
+
+    def _productive_again(self, job_id: str, failed_attempt: int) -> float:
+        def first_progress() -> float | None:
+            for record in self.store.list_attempts(job_id):
+                if record.attempt > failed_attempt and record.first_progress_at is not None:
+                    return record.first_progress_at
+            return None
+
+        productive: float = self._wait("training to resume", first_progress, 60.0)
+        resumed = next(a for a in self.store.list_attempts(job_id) if a.attempt > failed_attempt)
+        self.timeline.say(
+            f"productive again: attempt {resumed.attempt} on {', '.join(resumed.nodes)} "
+            f"from iteration {resumed.first_iteration}"
+        )
+        return productive
+
+    def _actions_taken(self, job_id: str) -> int:
+        """Advice trainmedic carried out (0 is what monitor mode must show)."""
+        return sum(1 for a in self.store.list_advice(job_id) if a.applied_at is not None)

@@ -1,0 +1,232 @@
+"""The engine: the pure stages wired for every watched job (detect -> attribute).
+
+It holds state but reads no clock and does no I/O: the service hands it observations and the
+time, and gets back :class:`Finding` values (an anomaly with its verdict and evidence). The
+policy step (``trainmedic.policy.decide``) needs history from the store, so the shell runs it.
+
+Evidence per job: the signature matches of the current attempt's own log lines, plus the
+kernel-log and telemetry events of the nodes the attempt runs on. A finding waits
+``settle_s`` after its anomaly before it is attributed, so lines that trail the first symptom
+(the kernel's Xid a moment after the app's CUDA error, other ranks' tracebacks) are in the
+evidence; the detection time stays the anomaly's.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from trainmedic.attribute.verdict import attribute
+from trainmedic.detect.anomaly import Anomaly
+from trainmedic.detect.config import DetectorConfig
+from trainmedic.detect.state import JobDetectorState
+from trainmedic.engine_signals import (
+    ATTEMPT_BANNER,
+    job_status_event,
+    node_status_event,
+    verdict_for_anomaly,
+)
+from trainmedic.model import Event, EvidenceSource, LinePrefix, Verdict
+from trainmedic.observations import (
+    JobStatus,
+    LogLine,
+    NodeStatus,
+    Observation,
+    TelemetrySample,
+)
+from trainmedic.signatures.matcher import Matcher, default_matcher
+from trainmedic.sources.telemetry import telemetry_to_events
+
+# Evidence kept per job and per node: enough for any real failure burst, bounded memory.
+MAX_JOB_EVENTS = 2000
+MAX_NODE_EVENTS = 500
+# Node evidence this long before an attempt started still counts (a GPU that fell off the bus
+# just before the job landed on it).
+NODE_EVIDENCE_LOOKBACK_S = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """An anomaly and what attribution made of it."""
+
+    job_id: str
+    attempt: int
+    anomaly: Anomaly
+    verdict: Verdict
+    evidence: tuple[Event, ...]
+    iteration: int | None
+    nodes: tuple[str, ...]
+
+
+class _JobTrack:
+    def __init__(self, job_id: str, config: DetectorConfig) -> None:
+        self.detector = JobDetectorState(job_id, config)
+        self.events: deque[Event] = deque(maxlen=MAX_JOB_EVENTS)
+        self.attempt_started: float | None = None
+        self.log_attempt: int | None = None  # from the last attempt banner in the logs
+        self.pending: list[Anomaly] = []
+
+
+class Engine:
+    def __init__(
+        self,
+        detector_config: DetectorConfig | None = None,
+        *,
+        matcher: Matcher | None = None,
+        settle_s: float = 0.5,
+    ) -> None:
+        self.detector_config = detector_config or DetectorConfig()
+        self.matcher = matcher or default_matcher()
+        self.settle_s = settle_s
+        self._jobs: dict[str, _JobTrack] = {}
+        self._node_events: dict[str, deque[Event]] = {}
+        self._telemetry: dict[tuple[str, str, str], float] = {}
+
+    # -- watching ------------------------------------------------------------------------
+
+    def watch(self, job_id: str) -> None:
+        if job_id not in self._jobs:
+            self._jobs[job_id] = _JobTrack(job_id, self.detector_config)
+
+    def unwatch(self, job_id: str) -> None:
+        self._jobs.pop(job_id, None)
+
+    @property
+    def jobs(self) -> tuple[str, ...]:
+        return tuple(self._jobs)
+
+    def detector(self, job_id: str) -> JobDetectorState:
+        return self._jobs[job_id].detector
+
+    # -- feeding -------------------------------------------------------------------------
+
+    def observe(self, obs: Observation, now: float) -> None:
+        if isinstance(obs, LogLine):
+            self._observe_line(obs, now)
+        elif isinstance(obs, TelemetrySample):
+            self._observe_telemetry(obs, now)
+        elif isinstance(obs, NodeStatus):
+            event = node_status_event(obs)
+            if event is not None:
+                self._add_node_event(obs.node, event, now)
+        else:
+            track = self._jobs.get(getattr(obs, "job_id", None) or "")
+            if track is None:
+                return
+            if isinstance(obs, JobStatus) and obs.attempt != track.detector.attempt:
+                track.events.clear()
+                track.pending.clear()
+                track.attempt_started = obs.time
+            if isinstance(obs, JobStatus):
+                event = job_status_event(obs)
+                if event is not None and track.detector.state is not obs.state:
+                    track.events.append(event)
+            track.detector.observe(obs)
+
+    def observe_all(self, observations: Iterable[Observation], now: float) -> None:
+        for obs in observations:
+            self.observe(obs, now)
+
+    def _events_of(self, line: LogLine) -> list[Event]:
+        hits = self.matcher.match(line.text)
+        if not hits:
+            return []
+        prefix = LinePrefix(rank=line.rank, node=line.node, timestamp=line.time)
+        return [
+            self.matcher.to_event(
+                hit,
+                line=line.line_no,
+                text=line.text,
+                source=line.path,
+                evidence=line.source,
+                prefix=prefix,
+            )
+            for hit in hits
+        ]
+
+    def _observe_line(self, line: LogLine, now: float) -> None:
+        if line.source is EvidenceSource.KERNEL_LOG or line.job_id is None:
+            if line.node is not None:
+                for event in self._events_of(line):
+                    self._add_node_event(line.node, event, now)
+            return
+        track = self._jobs.get(line.job_id)
+        if track is None:
+            return
+        banner = ATTEMPT_BANNER.search(line.text)
+        if banner is not None:
+            # The log says a new attempt starts here: evidence before it belongs to an
+            # earlier attempt (a service reading a log from its start after a restart).
+            track.log_attempt = int(banner.group(1))
+            track.events.clear()
+            return
+        if track.log_attempt is not None and track.log_attempt < track.detector.attempt:
+            return  # lines of an attempt that is already over
+        for event in self._events_of(line):
+            track.events.append(event)
+            track.detector.observe_event(event, now)
+
+    def _observe_telemetry(self, sample: TelemetrySample, now: float) -> None:
+        key = (sample.node, sample.gpu, sample.metric)
+        previous = self._telemetry.get(key)
+        self._telemetry[key] = sample.value
+        for event in telemetry_to_events([sample], {key: previous} if previous is not None else {}):
+            self._add_node_event(sample.node, event, now)
+
+    def _add_node_event(self, node: str, event: Event, now: float) -> None:
+        stamped = event if event.timestamp is not None else replace(event, timestamp=now)
+        self._node_events.setdefault(node, deque(maxlen=MAX_NODE_EVENTS)).append(stamped)
+        for track in self._jobs.values():
+            if node in track.detector.nodes:
+                track.detector.observe_event(stamped, now)
+
+    # -- evaluating ----------------------------------------------------------------------
+
+    def evaluate(self, now: float) -> list[Finding]:
+        """Findings whose settle time has passed; each anomaly yields one finding."""
+        findings: list[Finding] = []
+        for job_id, track in self._jobs.items():
+            track.pending.extend(track.detector.check(now))
+            ready = [a for a in track.pending if now >= a.detected_at + self.settle_s]
+            if not ready:
+                continue
+            track.pending = [a for a in track.pending if a not in ready]
+            for anomaly in ready:
+                findings.append(self._finding(job_id, track, anomaly))
+        return findings
+
+    def _node_evidence(self, track: _JobTrack) -> list[Event]:
+        start = (track.attempt_started or 0.0) - NODE_EVIDENCE_LOOKBACK_S
+        events: list[Event] = []
+        for node in track.detector.nodes:
+            for event in self._node_events.get(node, ()):
+                if event.timestamp is None or event.timestamp >= start:
+                    events.append(event)
+        return events
+
+    def _finding(self, job_id: str, track: _JobTrack, anomaly: Anomaly) -> Finding:
+        node_events = self._node_evidence(track)
+        # System evidence first: on equal timestamps the kernel's word outranks app lines.
+        evidence = tuple(node_events) + tuple(track.events) + anomaly.evidence
+        verdict = verdict_for_anomaly(anomaly, attribute(evidence) if evidence else None)
+        return Finding(
+            job_id=job_id,
+            attempt=track.detector.attempt,
+            anomaly=anomaly,
+            verdict=verdict,
+            evidence=_dedupe(evidence),
+            iteration=track.detector.iteration,
+            nodes=track.detector.nodes,
+        )
+
+
+def _dedupe(events: Iterable[Event]) -> tuple[Event, ...]:
+    seen: set[tuple[str, str, int, str]] = set()
+    out: list[Event] = []
+    for event in events:
+        key = (event.signature, event.source, event.line, event.text)
+        if key not in seen:
+            seen.add(key)
+            out.append(event)
+    return tuple(out)

@@ -1,0 +1,264 @@
+"""The recovery service's control loop (the imperative shell around the pure engine).
+
+One ``cycle()``: poll the scheduler once for every watched job and every node, read every
+source (job logs, progress files, checkpoints, node kernel logs, GPU telemetry), feed the
+engine, turn its findings into stored incidents and advice (the policy decides), and let the
+executor carry advice out in action mode. ``run()`` repeats it every ``poll_interval_s``.
+
+State lives in the store, not here: a restarted service re-registers the stored jobs, reads
+their logs again from the start (attempt banners keep old attempts' lines out of the current
+evidence) and reaches the same incidents, which the store de-duplicates, so nothing is acted
+on twice and nothing is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from trainmedic.config.sections import Config
+from trainmedic.engine import Engine, Finding
+from trainmedic.executor import Executor, ExecutorEvent
+from trainmedic.model import Action
+from trainmedic.observations import JobStatus, NodeStatus, Observation, Progress
+from trainmedic.policy.decide import decide
+from trainmedic.policy_context import build_context
+from trainmedic.schedulers.base import ClusterSnapshot, SchedulerAdapter
+from trainmedic.sources.checkpoints import CheckpointWatcher
+from trainmedic.sources.dcgm import DcgmScraper
+from trainmedic.sources.joblog import JobLogSource
+from trainmedic.sources.kernel import KernelLogSource
+from trainmedic.store import AdviceMode, AdviceRecord, JobSpec, Store
+
+log = logging.getLogger(__name__)
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A finding as stored: its incident and its advice."""
+
+    finding: Finding
+    incident_id: int
+    advice: AdviceRecord
+    new: bool  # False when a restarted service re-derived an incident it already had
+
+
+@dataclass
+class CycleResult:
+    time: float
+    snapshot: ClusterSnapshot
+    decisions: list[Decision] = field(default_factory=list)
+    executed: list[ExecutorEvent] = field(default_factory=list)
+
+
+class _JobSources:
+    def __init__(self, job_id: str, spec: JobSpec) -> None:
+        self.logs = JobLogSource(job_id, spec.log_paths)
+        self.checkpoints = (
+            CheckpointWatcher(job_id, spec.checkpoint_dir) if spec.checkpoint_dir else None
+        )
+
+    def poll(self) -> list[Observation]:
+        out = self.logs.poll()
+        if self.checkpoints is not None:
+            out.extend(self.checkpoints.poll())
+        return out
+
+
+class Service:
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        adapter: SchedulerAdapter,
+        *,
+        executor_id: str = "trainmedic",
+        kernel_logs: Mapping[str, str] | None = None,
+        telemetry_urls: Mapping[str, str] | None = None,
+        clock: Clock = time.time,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.adapter = adapter
+        self.clock = clock
+        self.engine = Engine(config.detect)
+        self.executor = Executor(
+            store,
+            adapter,
+            executor_id=executor_id,
+            stop_enforcement=config.policy.stop_enforcement,
+        )
+        self._jobs: dict[str, _JobSources] = {}
+        self._kernel = {
+            node: KernelLogSource(node, path) for node, path in (kernel_logs or {}).items()
+        }
+        self._telemetry = [DcgmScraper(n, url) for n, url in (telemetry_urls or {}).items()]
+        self._checkpoint_seen: dict[str, int] = {}  # job -> attempt that saved a checkpoint
+        self._lock = threading.Lock()
+        for job in store.list_jobs():
+            self._watch(job.job_id, job.spec)
+
+    # -- registration --------------------------------------------------------------------
+
+    def register(self, job_id: str, spec: JobSpec, *, name: str = "") -> None:
+        self.store.register_job(job_id, self.adapter.name, now=self.clock(), name=name, spec=spec)
+        with self._lock:
+            self._watch(job_id, spec)
+
+    def _watch(self, job_id: str, spec: JobSpec) -> None:
+        if job_id in self._jobs:
+            return
+        self._jobs[job_id] = _JobSources(job_id, spec)
+        for node, path in spec.kernel_logs.items():
+            self._kernel.setdefault(node, KernelLogSource(node, path))
+        self.engine.watch(job_id)
+
+    def _sync_registrations(self) -> None:
+        """Jobs registered through the API (another process or thread) join the loop."""
+        for job in self.store.list_jobs():
+            self._watch(job.job_id, job.spec)
+
+    def mode_for(self, job_id: str) -> AdviceMode:
+        if self.config.service.mode != "action":
+            return AdviceMode.MONITOR
+        allowed = self.config.watch.action_jobs
+        if allowed and job_id not in allowed:
+            return AdviceMode.MONITOR
+        return AdviceMode.ACTION
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def cycle(self) -> CycleResult:
+        with self._lock:
+            self._sync_registrations()
+            now = self.clock()
+            snapshot = self.adapter.poll(tuple(self._jobs))
+            observations = self._scheduler_observations(snapshot)
+            for sources in self._jobs.values():
+                observations.extend(sources.poll())
+            for kernel in self._kernel.values():
+                observations.extend(kernel.poll())
+            for scraper in self._telemetry:
+                observations.extend(scraper.poll())
+            now = self.clock()
+            self.engine.observe_all(observations, now)
+            self._remember_progress(observations)
+            result = CycleResult(now, snapshot)
+            for finding in self.engine.evaluate(now):
+                result.decisions.append(self._decide(finding, snapshot, now))
+            if self.config.service.mode == "action":
+                result.executed = self.executor.step(snapshot, self.clock())
+            return result
+
+    def run(self, stop: threading.Event) -> None:
+        interval = self.config.service.poll_interval_s
+        while not stop.is_set():
+            started = time.monotonic()
+            self.cycle()
+            stop.wait(max(0.0, interval - (time.monotonic() - started)))
+
+    def _scheduler_observations(self, snapshot: ClusterSnapshot) -> list[Observation]:
+        if snapshot.stale:
+            return []  # silence is "unknown", never "gone"
+        out: list[Observation] = []
+        for job in snapshot.jobs:
+            if job.job_id not in self._jobs:
+                continue
+            out.append(
+                JobStatus(
+                    snapshot.time,
+                    job.job_id,
+                    job.state,
+                    job.nodes,
+                    job.attempt,
+                    job.exit_code,
+                    job.reason,
+                )
+            )
+            stored = self.store.get_job(job.job_id)
+            if stored is None or stored.state != job.state.value or stored.attempt != job.attempt:
+                self.store.update_job_progress(
+                    job.job_id, state=job.state.value, attempt=job.attempt
+                )
+                if job.nodes:
+                    self.store.record_attempt_start(
+                        job.job_id, job.attempt, started_at=snapshot.time, nodes=job.nodes
+                    )
+        for node in snapshot.nodes:
+            out.append(NodeStatus(snapshot.time, node.name, node.state, node.reason))
+        return out
+
+    def _remember_progress(self, observations: list[Observation]) -> None:
+        latest: dict[str, Progress] = {}
+        for obs in observations:
+            if isinstance(obs, Progress) and (
+                obs.job_id not in latest or obs.iteration > latest[obs.job_id].iteration
+            ):
+                latest[obs.job_id] = obs
+        for job_id, progress in latest.items():
+            if job_id in self._jobs:
+                self.store.update_job_progress(
+                    job_id, progress_at=progress.time, iteration=progress.iteration
+                )
+
+    def _decide(self, finding: Finding, snapshot: ClusterSnapshot, now: float) -> Decision:
+        detector = self.engine.detector(finding.job_id)
+        context = build_context(
+            self.store,
+            finding,
+            snapshot,
+            self.config.policy,
+            now=now,
+            new_checkpoint=detector.last_checkpoint_saved is not None,
+        )
+        advice = decide(finding.verdict, context)
+        verdict = finding.verdict
+        fault_time = verdict.root_cause.timestamp if verdict.root_cause else None
+        incident_id = self.store.add_incident(
+            finding.job_id,
+            finding.attempt,
+            verdict,
+            detected_at=finding.anomaly.detected_at,
+            fault_time=fault_time if fault_time is not None else finding.anomaly.since,
+            evidence=finding.evidence[-50:],
+        )
+        existing = [
+            a for a in self.store.list_advice(finding.job_id) if a.incident_id == incident_id
+        ]
+        new = not existing
+        stored = self.store.put_advice(
+            finding.job_id,
+            finding.attempt,
+            advice,
+            mode=self.mode_for(finding.job_id),
+            now=now,
+            incident_id=incident_id,
+        )
+        if new:
+            for node in verdict.implicated.nodes:
+                self.store.record_node_event(
+                    node,
+                    time=now,
+                    job_id=finding.job_id,
+                    incident_id=incident_id,
+                    category=verdict.category,
+                    strong=bool(verdict.root_cause and verdict.root_cause.strong),
+                )
+            log.info(
+                "incident %s job %s: %s/%s -> %s (%s)",
+                incident_id,
+                finding.job_id,
+                verdict.kind.value,
+                verdict.category.value,
+                advice.action.value,
+                advice.basis,
+            )
+        return Decision(finding, incident_id, stored, new)
+
+
+def is_actionable(decision: Decision) -> bool:
+    return decision.advice.action is not Action.NONE
