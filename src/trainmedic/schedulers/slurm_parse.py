@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os.path
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -89,6 +90,9 @@ def _number(raw: object) -> int:
     return 0
 
 
+_OUTPUT_TOKEN = re.compile(r"%([jJxuAaN%])")
+
+
 def expand_output_path(pattern: str, job: Mapping[str, Any], job_id: str) -> str:
     """The file a job writes (``%j``, ``%x``, ``%u``, ``%A``, ``%a``, ``%N``, ``%%``), relative
     to its working directory; Slurm's default ``slurm-%j.out`` when none was given."""
@@ -107,17 +111,7 @@ def expand_output_path(pattern: str, job: Mapping[str, Any], job_id: str) -> str
             "N": str(job.get("batch_host", "")),
             "%": "%",
         }
-        out: list[str] = []
-        i = 0
-        while i < len(pattern):
-            ch = pattern[i]
-            if ch == "%" and i + 1 < len(pattern) and pattern[i + 1] in subs:
-                out.append(subs[pattern[i + 1]])
-                i += 2
-            else:
-                out.append(ch)
-                i += 1
-        pattern = "".join(out)
+        pattern = _OUTPUT_TOKEN.sub(lambda m: subs[m.group(1)], pattern)
     cwd = str(job.get("current_working_directory", ""))
     return os.path.join(cwd, pattern) if cwd and not pattern.startswith("/") else pattern
 
@@ -192,42 +186,68 @@ class SlurmNode:
     cpus: int = 0
 
 
-def node_from_sinfo(node: Mapping[str, Any]) -> SlurmNode:
+_NodeKey = tuple[str, tuple[str, ...]]
+_node_state_cache: dict[_NodeKey, tuple[NodeState, bool]] = {}
+
+
+def classify_node_state(state: object, state_flags: object) -> tuple[NodeState, bool]:
+    """(NodeState, drain) from sinfo's ``state`` (a string in 22.05, a list later) and
+    ``state_flags``. Precedence: what makes a node unusable wins over what it is doing.
+    Memoised: ten thousand nodes share a handful of state combinations."""
+    if isinstance(state, list):  # 23.02+: ["IDLE", "DRAIN"]
+        base_raw, extra = (str(state[0]) if state else "UNKNOWN"), tuple(map(str, state[1:]))
+    else:
+        base_raw, extra = str(state), ()
+    flag_list = state_flags if isinstance(state_flags, list) else ()
+    key = (base_raw, extra + tuple(map(str, flag_list)))
+    cached = _node_state_cache.get(key)
+    if cached is not None:
+        return cached
+    base = base_raw.upper()
+    flags = {f.upper() for f in key[1]}
+    if base == "DOWN":
+        node_state = NodeState.DOWN
+    elif "FAIL" in flags or base == "FAIL":
+        node_state = NodeState.FAIL
+    elif "NOT_RESPONDING" in flags:
+        node_state = NodeState.NOT_RESPONDING
+    else:
+        node_state = _NODE_BASE.get(base, NodeState.UNKNOWN)
+    result = (node_state, "DRAIN" in flags or base in ("DRAINED", "DRAINING", "DRAIN"))
+    if len(_node_state_cache) < 1024:
+        _node_state_cache[key] = result
+    return result
+
+
+def _node_info(node: Mapping[str, Any]) -> NodeInfo:
     try:
-        name = str(node["name"])
+        name = node["name"]
         raw_state = node["state"]
     except (KeyError, TypeError):
         raise SchedulerError(f"sinfo --json: node without name/state: {node!r:.200}") from None
-    if isinstance(raw_state, list):  # 23.02+: ["IDLE", "DRAIN"]
-        states = [str(s).upper() for s in raw_state]
-    else:
-        states = [str(raw_state).upper()]
-    flags = set(states[1:]) | {str(f).upper() for f in node.get("state_flags") or ()}
-    base = states[0] if states else "UNKNOWN"
-    # Precedence: what makes a node unusable wins over what it is doing.
-    if base == "DOWN":
-        state = NodeState.DOWN
-    elif "FAIL" in flags or base == "FAIL":
-        state = NodeState.FAIL
-    elif "NOT_RESPONDING" in flags:
-        state = NodeState.NOT_RESPONDING
-    else:
-        state = _NODE_BASE.get(base, NodeState.UNKNOWN)
-    drain = "DRAIN" in flags or base in ("DRAINED", "DRAINING", "DRAIN")
-    info = NodeInfo(name=name, state=state, drain=drain, reason=str(node.get("reason") or ""))
+    state, drain = classify_node_state(raw_state, node.get("state_flags"))
+    return NodeInfo(str(name), state, drain, str(node.get("reason") or ""))
+
+
+def node_from_sinfo(node: Mapping[str, Any]) -> SlurmNode:
     return SlurmNode(
-        info=info,
+        info=_node_info(node),
         partitions=tuple(str(p) for p in node.get("partitions") or ()),
         cpus=_number(node.get("cpus", 0)),
     )
 
 
-def parse_sinfo_nodes(text: str | bytes) -> tuple[SlurmNode, ...]:
+def _sinfo_nodes(text: str | bytes) -> list[Any]:
     nodes = load_json_object(text, "sinfo --json").get("nodes")
     if not isinstance(nodes, list):
         raise SchedulerError("sinfo --json: no 'nodes' list in output")
+    return nodes
+
+
+def parse_sinfo_nodes(text: str | bytes) -> tuple[SlurmNode, ...]:
+    """``sinfo --json`` with partitions and CPUs (what requeue planning needs)."""
     seen: dict[str, SlurmNode] = {}
-    for raw in nodes:
+    for raw in _sinfo_nodes(text):
         node = node_from_sinfo(raw)
         seen.setdefault(node.info.name, node)
     return tuple(seen.values())
@@ -235,4 +255,9 @@ def parse_sinfo_nodes(text: str | bytes) -> tuple[SlurmNode, ...]:
 
 def parse_sinfo_json(text: str | bytes) -> tuple[NodeInfo, ...]:
     """``sinfo --json`` -> one NodeInfo per node (DOWN / FAIL / NOT_RESPONDING, drain flag)."""
-    return tuple(n.info for n in parse_sinfo_nodes(text))
+    seen: dict[str, NodeInfo] = {}
+    for raw in _sinfo_nodes(text):
+        info = _node_info(raw)
+        if info.name not in seen:
+            seen[info.name] = info
+    return tuple(seen.values())
