@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from trainmedic.config.sections import Config
 from trainmedic.engine import Engine, Finding
+from trainmedic.errors import TrainmedicError
 from trainmedic.executor import Executor, ExecutorEvent
 from trainmedic.model import Action
 from trainmedic.observations import JobStatus, NodeStatus, Observation, Progress
@@ -158,7 +159,12 @@ class Service:
         interval = self.config.service.poll_interval_s
         while not stop.is_set():
             started = time.monotonic()
-            self.cycle()
+            try:
+                self.cycle()
+            except (TrainmedicError, OSError) as exc:
+                # The loop outlives a bad cycle (store busy, a source vanished): the next
+                # cycle starts from the store and the scheduler again.
+                log.error("service cycle failed: %s", exc)
             stop.wait(max(0.0, interval - (time.monotonic() - started)))
 
     def _scheduler_observations(self, snapshot: ClusterSnapshot) -> list[Observation]:
