@@ -1,0 +1,119 @@
+"""The local scheduler with real torchrun + the example trainer: crash, requeue excluding the
+bad node, resume from checkpoint, re-adoption by a second instance, hold/release, cancel."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from trainmedic.schedulers.base import JobInfo, JobState, NodeState
+from trainmedic.schedulers.local import LocalJobSpec, LocalScheduler
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
+
+NODES = ("node1", "node2", "node3", "node4")
+
+
+def wait_for(what: str, check: Callable[[], object], timeout: float = 30.0) -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def job_processes(cluster: Path) -> list[int]:
+    """Live processes started for this cluster directory (found by their environment)."""
+    needle = f"TRAINMEDIC_KERNEL_LOG={cluster}/".encode()
+    pids = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            environ = Path(f"/proc/{entry}/environ").read_bytes()
+            stat = Path(f"/proc/{entry}/stat").read_bytes()
+        except OSError:
+            continue
+        if needle in environ and stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] != b"Z":
+            pids.append(int(entry))
+    return pids
+
+
+def after_banner(out: Path, attempt: int) -> str:
+    parts = out.read_text().split(f" attempt={attempt} nodes=")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_crash_requeue_exclude_resume_readopt_cancel(tmp_path: Path) -> None:
+    cluster, run = tmp_path / "cluster", tmp_path / "run"
+    sched = LocalScheduler(cluster, nodes=NODES, grace_s=3.0)
+    command = ("-m", "trainmedic.examples.trainer", "--run-dir", str(run))
+    spec = LocalJobSpec(
+        name="t", nnodes=2, nproc_per_node=1, run_dir=str(run),
+        command=(*command, "--iters", "100000", "--ckpt-every", "20"),
+    )  # fmt: skip
+    out = run / "job.out"
+    job_id = sched.submit(spec)
+    try:
+        info = sched.poll([job_id]).jobs[0]
+        assert (info.state, info.nodes, info.attempt) == (JobState.RUNNING, ("node1", "node2"), 0)
+        assert info.stdout_path == str(out)
+        wait_for("a checkpoint", lambda: "checkpoint saved iter=20" in out.read_text())
+        nodes = {n.name: n.state for n in sched.poll([job_id]).nodes}
+        assert nodes == {
+            "node1": NodeState.ALLOCATED, "node2": NodeState.ALLOCATED,
+            "node3": NodeState.IDLE, "node4": NodeState.IDLE,
+        }  # fmt: skip
+
+        (run / "faults.json").write_text(
+            json.dumps([{"id": "k", "type": "sigkill", "node": "node2"}])
+        )
+
+        def failed() -> JobInfo | None:
+            job = sched.poll([job_id]).jobs[0]
+            return job if job.state is JobState.FAILED else None
+
+        info = wait_for("FAILED", failed, timeout=15)  # type: ignore[assignment]
+        fired_at = json.loads((run / "faults.fired" / "k").read_text())["time"]
+        assert time.time() - fired_at < 5.0
+        assert info.exit_code not in (None, 0)
+        assert "node2" in info.reason  # the first failure, not the peer's cascade
+        assert job_processes(cluster) == []  # the surviving node was stopped too, like srun
+
+        sched.requeue(job_id, ["node2"])
+        info = sched.poll([job_id]).jobs[0]
+        assert info.state is JobState.RUNNING and "node2" not in info.nodes
+        assert (info.attempt, info.excluded_nodes) == (1, ("node2",))
+        assert info.nodes[0] == "node1"  # previous nodes are preferred
+        wait_for(
+            "progress after resume", lambda: re.search(r" iter=\d+ loss=", after_banner(out, 1))
+        )
+        resumed = re.search(r"resumed from checkpoint iter=(\d+)", after_banner(out, 1))
+        assert resumed and int(resumed[1]) >= 20
+        first = re.search(r"\[rank0\] node=node1 iter=(\d+) ", after_banner(out, 1))
+        assert first and int(first[1]) == int(resumed[1]) + 1
+
+        # A second instance (the service restarted after kill -9) re-adopts the running job.
+        adopted = LocalScheduler(cluster)
+        again = adopted.poll([job_id]).jobs[0]
+        assert (again.state, again.nodes, again.attempt) == (JobState.RUNNING, info.nodes, 1)
+
+        adopted.hold(job_id)
+        held = adopted.poll([job_id]).jobs[0]
+        assert (held.state, held.held) == (JobState.PENDING, True)
+        assert job_processes(cluster) == []
+        adopted.release(job_id)
+        assert adopted.poll([job_id]).jobs[0].state is JobState.RUNNING
+        assert adopted.poll([job_id]).jobs[0].attempt == 2
+        # Cancelled below while its torchrun is still starting: nothing may survive that.
+    finally:
+        LocalScheduler(cluster).cancel(job_id, "test over")
+    assert sched.poll([job_id]).jobs[0].state is JobState.CANCELLED
+    assert job_processes(cluster) == []
+    assert out.read_text().count("trainmedic-local job=1") == 3
