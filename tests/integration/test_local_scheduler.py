@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -117,3 +120,33 @@ def test_crash_requeue_exclude_resume_readopt_cancel(tmp_path: Path) -> None:
     assert sched.poll([job_id]).jobs[0].state is JobState.CANCELLED
     assert job_processes(cluster) == []
     assert out.read_text().count("trainmedic-local job=1") == 3
+
+
+SUBMITTER = """
+import sys, time
+from trainmedic.schedulers.local import LocalJobSpec, LocalScheduler
+sched = LocalScheduler(sys.argv[1], nodes=("node1", "node2", "node3"))
+command = ("-m", "trainmedic.examples.trainer", "--run-dir", sys.argv[2], "--iters", "100000")
+print(sched.submit(LocalJobSpec("k", 2, 1, command, sys.argv[2])), flush=True)
+time.sleep(600)
+"""
+
+
+def test_service_killed_minus_9_job_survives_and_is_readopted(tmp_path: Path) -> None:
+    cluster, run = tmp_path / "cluster", tmp_path / "run"
+    service = subprocess.Popen(
+        [sys.executable, "-c", SUBMITTER, str(cluster), str(run)], stdout=subprocess.PIPE
+    )
+    assert service.stdout is not None
+    job_id = service.stdout.readline().decode().strip()
+    service.send_signal(signal.SIGKILL)
+    service.wait()
+    try:
+        out = run / "job.out"
+        wait_for("progress", lambda: re.search(r" iter=\d+ loss=", out.read_text()))
+        info = LocalScheduler(cluster).poll([job_id]).jobs[0]
+        assert (info.state, info.nodes) == (JobState.RUNNING, ("node1", "node2"))
+        assert job_processes(cluster)  # the job kept running without its service
+    finally:
+        LocalScheduler(cluster).cancel(job_id, "test over")
+    assert job_processes(cluster) == []
