@@ -101,3 +101,27 @@ def test_gzip_log(tmp_path: Path) -> None:
         f.write(b"OSError: [Errno 116] Stale file handle\n")
     r = analyze_path(path)
     assert r.verdict.category == "storage"
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs Linux /proc")
+def test_read_error_is_an_input_error_even_as_root() -> None:
+    # Reading /proc/self/mem at offset 0 fails with EIO for every user, root included.
+    with pytest.raises(InputError, match="mem: cannot read"):
+        analyze_path("/proc/self/mem")
+
+
+def test_broken_symlink(tmp_path: Path) -> None:
+    link = tmp_path / "gone.log"
+    link.symlink_to(tmp_path / "nowhere")
+    with pytest.raises(InputError, match="gone"):
+        analyze_path(link)
+
+
+def test_directory_with_an_unreadable_file_keeps_the_rest(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "rank0.log").write_text("OSError: [Errno 116] Stale file handle\n")
+    (job / "mem.log").symlink_to("/proc/self/mem")
+    r = analyze_path(job)
+    assert r.verdict.category == "storage"
+    assert len(r.skipped) == 1 and "mem.log" in r.skipped[0]

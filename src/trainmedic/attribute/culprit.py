@@ -70,9 +70,17 @@ def find_culprit(
         if rank is not None:
             return Culprit(rank, root.node, f"rank {rank} printed the root cause")
     first = first_real_failure(failures)
-    if first is not None and (first.rank is not None or first.local_rank is not None):
-        rank = first.rank if first.rank is not None else first.local_rank
-        what = "rank" if first.rank is not None else "local rank"
+    if first is not None and first.rank is None and first.local_rank is not None:
+        # Only torchrun's "failed (exitcode ...) local_rank: N" line: a local rank is not a
+        # global one, so it is named in the basis but not returned as the culprit rank.
+        return Culprit(
+            None,
+            first.host,
+            f"local rank {first.local_rank} is the first non-SIGTERM exit "
+            f"(exitcode {first.exitcode})",
+        )
+    if first is not None and first.rank is not None:
+        rank, what = first.rank, "rank"
         named = [f for f in failures if f.root_cause_section]
         note = ""
         if named and named[0].rank != first.rank:

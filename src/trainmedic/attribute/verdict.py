@@ -25,6 +25,7 @@ from trainmedic.attribute.phase import (
     solo_phase,
 )
 from trainmedic.attribute.rules import refine
+from trainmedic.logparse.elastic import SIGABRT_EXITS
 from trainmedic.model import (
     NO_FAILURE,
     Category,
@@ -101,15 +102,16 @@ def _implicated(root: Event | None, events: Sequence[Event], culprit: Culprit) -
         nodes.append(root.node)
     if culprit.host and culprit.host not in nodes:
         nodes.append(culprit.host)
-    if root is not None and root.gpu:
-        gpus.append(root.gpu)
+    if root is not None and root.gpu and root.category is not Category.NODE_HARDWARE:
+        gpus.append(root.gpu)  # a PCIe port named by an AER line is not a GPU
     if root is not None and root.category.is_hardware():
         for e in events:
             if e.evidence is not EvidenceSource.KERNEL_LOG or not e.category.is_hardware():
                 continue
-            if e.node and e.node not in nodes and (not root.node or root.node == e.node):
+            same_node = not e.node or not root.node or e.node == root.node
+            if e.node and e.node not in nodes and same_node:
                 nodes.append(e.node)
-            if e.gpu and e.gpu not in gpus and (not e.node or not root.node or e.node == root.node):
+            if e.gpu and e.gpu not in gpus and same_node and e.category is Category.GPU_HARDWARE:
                 gpus.append(e.gpu)
     ranks = (culprit.rank,) if culprit.rank is not None else ()
     return Implicated(nodes=tuple(nodes), ranks=ranks, gpus=tuple(gpus))
@@ -199,9 +201,12 @@ def _teardown_only(teardown: Sequence[Event], events: Sequence[Event], facts: Jo
     if finding is not None:
         return _from_finding(finding, events, facts, ())
     culprit = find_culprit(None, (), facts.child_failures, facts.ranks_seen)
+    first = first_real_failure(facts.child_failures)
+    # torch's NCCL watchdog ends a timed-out collective with abort(): a lone SIGABRT is a hang.
+    aborted = first is not None and first.exitcode in SIGABRT_EXITS
     return Verdict(
         failure=True,
-        kind=Kind.CRASH,
+        kind=Kind.HANG if aborted else Kind.CRASH,
         category=Category.UNKNOWN,
         confidence=0.25,
         root_cause=teardown[0] if teardown else None,

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 SIGTERM_EXITS = frozenset({-15, 143, 15})
 SIGKILL_EXITS = frozenset({-9, 137})
+SIGABRT_EXITS = frozenset({-6, 134})
 
 _ENTRY = re.compile(r"\s*\[(\d+)\]:\s*$")
 _FIELD = re.compile(r"\s+(time|host|rank|exitcode|traceback)\s*:\s*(.*?)\s*$")

@@ -41,20 +41,18 @@ class Traceback:
 class TracebackTracker:
     """Feed lines in order; ``feed`` returns a unit when its exception line arrives."""
 
-    __slots__ = ("_foreign", "_frames", "_start")
+    __slots__ = ("_foreign", "_frames", "_start", "active")
 
     def __init__(self) -> None:
         self._start: int | None = None
         self._frames: list[str] = []
         self._foreign = 0
-
-    @property
-    def active(self) -> bool:
-        return self._start is not None
+        self.active = False  # inside a traceback (a plain attribute: read on every line)
 
     def feed(self, line_no: int, body: str) -> Traceback | None:
         if START in body:
             self._start, self._frames, self._foreign = line_no, [], 0
+            self.active = True
             return None
         if self._start is None:
             return None
@@ -79,10 +77,12 @@ class TracebackTracker:
                 frames=tuple(self._frames),
             )
             self._start = None
+            self.active = False
             return unit
         self._foreign += 1
         if self._foreign > _MAX_FOREIGN:
             self._start = None
+            self.active = False
         return None
 
     def _add(self, text: str) -> None:
