@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 
@@ -47,8 +50,43 @@ def test_second_cluster_side_by_side_stops_exactly_its_processes(
         stepds = procs.step_daemon_pids(second.layout.spool_root)
         job_pids = stepds | procs.descendants(stepds)
         assert len(stepds) == 1  # the batch step, on the first node only
-        daemons = [d.pid for d in second._daemons.values()]
+        daemons = [d.pid for d in second.daemons.daemons.values()]
+        # kill_node: the node's slurmd and the job processes it ran die, the rest lives on
+        batch_node = second.run(["squeue", "-h", "-j", job, "-o", "%B"]).strip()
+        slurmd = second.daemons.pid(f"slurmd:{batch_node}")
+        second.kill_node(batch_node)
+        assert slurmd is not None and not procs.is_running(slurmd)
+        assert not [p for p in job_pids if procs.is_running(p)]
+        assert all(d.is_ours_and_running() for d in second.daemons.daemons.values())
     finally:
         second.stop()
     assert not [p for p in daemons + sorted(job_pids) if procs.is_running(p)]
     assert slurm_cluster.node_states() == {n: "idle" for n in slurm_cluster.nodes}
+
+
+def test_up_attach_down_from_other_processes(tmp_path: Path) -> None:
+    """``python -m trainmedic.slurmlab up`` in one process, ``attach`` in this one, ``down``."""
+    lab = tmp_path / "cli"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    up = subprocess.run(
+        [sys.executable, "-m", "trainmedic.slurmlab", "up", "--dir", str(lab), "--nodes", "2"],
+        capture_output=True, text=True, env=env, timeout=60, check=False,
+    )  # fmt: skip
+    if up.returncode != 0:
+        pytest.skip(up.stderr.strip())
+    try:
+        assert up.stdout.splitlines()[-1] == f"export SLURM_CONF={lab / 'etc' / 'slurm.conf'}"
+        cluster = SlurmCluster.attach(lab)
+        assert cluster.node_states() == {"node1": "idle", "node2": "idle"}
+        cluster.set_gpu_metric("node2", 0, "DCGM_FI_DEV_XID_ERRORS", 48)
+        body = urllib.request.urlopen(cluster.telemetry_url("node2"), timeout=5).read()
+        assert b'err_code="48"} 48' in body
+        pids = [d.pid for d in cluster.daemons.daemons.values()]
+        assert len(pids) == 5  # munged, slurmctld, 2 slurmd, telemetry
+    finally:
+        down = subprocess.run(
+            [sys.executable, "-m", "trainmedic.slurmlab", "down", "--dir", str(lab)],
+            capture_output=True, text=True, env=env, timeout=60, check=False,
+        )  # fmt: skip
+    assert down.stdout.strip() == "stopped 5 processes"
+    assert not [p for p in pids if procs.is_running(p)]

@@ -7,37 +7,27 @@ exactly those pids (and the job processes their slurmstepds left), nothing found
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO
 
 from trainmedic.slurmlab import procs
-from trainmedic.slurmlab.conf import LabLayout, render_slurm_conf
+from trainmedic.slurmlab.conf import (
+    LabLayout,
+    layout_from_json,
+    layout_to_json,
+    render_slurm_conf,
+)
+from trainmedic.slurmlab.daemons import DaemonSet
 from trainmedic.slurmlab.install import SlurmLabUnavailable, ensure_installed, find_binary
 from trainmedic.slurmlab.telemetry import GPUS_PER_NODE, set_gpu_metric
 
 LAB_DIR_ENV = "TRAINMEDIC_LAB_DIR"
-
-
-@dataclass(frozen=True, slots=True)
-class Daemon:
-    """One process we started: name, pid and start time (so a reused pid is never ours)."""
-
-    name: str
-    pid: int
-    start_ticks: int
-
-    def is_ours_and_running(self) -> bool:
-        return procs.is_running(self.pid) and procs.start_ticks(self.pid) == self.start_ticks
 
 
 class SlurmCluster:
@@ -73,8 +63,7 @@ class SlurmCluster:
         self.gpus_per_node = gpus_per_node
         self._install = install
         self._start_timeout = start_timeout
-        self._daemons: dict[str, Daemon] = {}
-        self._popens: dict[str, subprocess.Popen[bytes]] = {}
+        self.daemons = DaemonSet(self.layout.log_dir, self.layout.pids_path, self.layout.spool_root)
         self.start_seconds: float | None = None
 
     # -- what tests and the demo use ------------------------------------------------------
@@ -161,6 +150,7 @@ class SlurmCluster:
             lay.node_dir(node).mkdir(parents=True, exist_ok=True)
             self.kernel_log(node).touch()
         lay.conf_path.write_text(render_slurm_conf(lay))
+        lay.layout_path.write_text(layout_to_json(lay))
         try:
             self._start_munge()
             self._spawn("slurmctld", [_bin("slurmctld"), "-D", "-c", "-f", str(lay.conf_path)])
@@ -179,28 +169,13 @@ class SlurmCluster:
         self._spawn(f"slurmd:{node}", [_bin("slurmd"), "-D", "-f", str(self.conf_path), "-N", node])
 
     def kill_node(self, node: str) -> None:
-        """Simulate a node's death: SIGKILL its slurmd and the job processes it was running."""
-        self._known(node)
-        jobs = self._job_processes(self.layout.spool_dir(node))
-        daemon = self._daemons.pop(f"slurmd:{node}", None)
-        victims = set(jobs) | ({daemon.pid} if daemon and daemon.is_ours_and_running() else set())
-        procs.signal_pids(victims, signal.SIGKILL)
-        procs.wait_gone(victims, 5.0)
-        self._reap()
-        self._save_pids()
+        """Simulate a node's death: SIGKILL its slurmd and the job processes it was running
+        (``start_node`` brings it back)."""
+        self.daemons.kill(f"slurmd:{self._known(node)}", self.layout.spool_dir(node))
 
     def stop(self) -> None:
         """Stop exactly what we started: job processes first, then the daemons, newest first."""
-        jobs = self._job_processes(self.layout.spool_root)
-        procs.signal_pids(jobs, signal.SIGKILL)
-        procs.wait_gone(jobs, 5.0)
-        mine = [d for d in reversed(list(self._daemons.values())) if d.is_ours_and_running()]
-        left = procs.terminate([d.pid for d in mine])
-        self._reap()
-        self._daemons = {}
-        self._save_pids()
-        if left:
-            raise RuntimeError(f"slurm lab: processes {sorted(left)} survived SIGKILL")
+        self.daemons.stop_all()
 
     def __enter__(self) -> SlurmCluster:
         self.start()
@@ -215,21 +190,25 @@ class SlurmCluster:
         self.stop()
 
     @classmethod
-    def stop_recorded(cls, base_dir: str | os.PathLike[str]) -> int:
-        """Stop the daemons a cluster in ``base_dir`` recorded (from another process: ``down``).
-        Returns how many were running."""
-        pids_path = Path(base_dir).resolve() / "run" / "pids.json"
+    def attach(cls, base_dir: str | os.PathLike[str]) -> SlurmCluster:
+        """A handle on a cluster started by another process (``python -m trainmedic.slurmlab
+        up``): env, kernel logs, telemetry, client commands; ``stop`` stops its daemons."""
+        base = Path(base_dir).resolve()
         try:
-            records = json.loads(pids_path.read_text())
-        except (OSError, ValueError):
-            return 0
-        daemons = [Daemon(r["name"], int(r["pid"]), int(r["start_ticks"])) for r in records]
-        jobs = cls._job_processes(Path(base_dir).resolve() / "spool")
-        procs.signal_pids(jobs, signal.SIGKILL)
-        mine = [d.pid for d in reversed(daemons) if d.is_ours_and_running()]
-        procs.terminate(mine)
-        pids_path.write_text("[]")
-        return len(mine)
+            layout = layout_from_json((base / "run" / "cluster.json").read_text())
+        except (OSError, ValueError, TypeError, KeyError) as err:
+            raise SlurmLabUnavailable(f"slurm lab: no cluster recorded in {base}: {err}") from None
+        cluster = cls(base, nodes=len(layout.node_names))
+        cluster.layout = layout
+        cluster.daemons = DaemonSet.load(layout.log_dir, layout.pids_path, layout.spool_root)
+        return cluster
+
+    @staticmethod
+    def stop_recorded(base_dir: str | os.PathLike[str]) -> int:
+        """Stop what a cluster in ``base_dir`` recorded (from another process: ``down``);
+        how many daemons were running."""
+        base = Path(base_dir).resolve()
+        return DaemonSet.load(base / "log", base / "run" / "pids.json", base / "spool").stop_all()
 
     # -- internals --------------------------------------------------------------------------
 
@@ -237,11 +216,6 @@ class SlurmCluster:
         if node not in self.nodes:
             raise KeyError(f"slurm lab: unknown node {node!r} (nodes: {', '.join(self.nodes)})")
         return node
-
-    @staticmethod
-    def _job_processes(spool: Path) -> set[int]:
-        stepds = procs.step_daemon_pids(spool)
-        return stepds | procs.descendants(stepds)
 
     def _all_idle(self) -> bool:
         states = self.node_states()
@@ -294,39 +268,7 @@ class SlurmCluster:
         )
 
     def _spawn(self, name: str, argv: list[str]) -> None:
-        log_name = name.replace(":", "-") + ".out"
-        log: IO[bytes]
-        with open(self.layout.log_dir / log_name, "ab") as log:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env=self.env(),
-            )
-        time.sleep(0.02)
-        if proc.poll() is not None:
-            raise SlurmLabUnavailable(
-                f"slurm lab: {name} exited at once ({proc.returncode}); see {self.layout.log_dir}"
-            )
-        ticks = procs.start_ticks(proc.pid)
-        self._daemons[name] = Daemon(name, proc.pid, ticks if ticks is not None else -1)
-        self._popens[name] = proc
-        self._save_pids()
-
-    def _reap(self) -> None:
-        for name, proc in list(self._popens.items()):
-            if proc.poll() is not None:
-                del self._popens[name]
-
-    def _save_pids(self) -> None:
-        records = [
-            {"name": d.name, "pid": d.pid, "start_ticks": d.start_ticks}
-            for d in self._daemons.values()
-        ]
-        self.layout.run_dir.mkdir(parents=True, exist_ok=True)
-        self.layout.pids_path.write_text(json.dumps(records, indent=1))
+        self.daemons.spawn(name, argv, self.env())
 
 
 def _bin(name: str) -> str:

@@ -6,6 +6,7 @@ SLURM_LAB.md found necessary without starting anything.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,6 +66,11 @@ class LabLayout:
         return self.log_dir / "jobcomp.txt"
 
     @property
+    def layout_path(self) -> Path:
+        """The layout as JSON, so another process can ``SlurmCluster.attach`` to the cluster."""
+        return self.run_dir / "cluster.json"
+
+    @property
     def pids_path(self) -> Path:
         """Every pid the harness started, so ``down --dir`` can stop exactly those."""
         return self.run_dir / "pids.json"
@@ -80,6 +86,20 @@ class LabLayout:
 
     def slurmctld_log(self) -> Path:
         return self.log_dir / "slurmctld.log"
+
+
+def layout_to_json(layout: LabLayout) -> str:
+    data = {f: getattr(layout, f) for f in layout.__dataclass_fields__}
+    data["base"] = str(layout.base)
+    return json.dumps(data, indent=1)
+
+
+def layout_from_json(text: str) -> LabLayout:
+    data = json.loads(text)
+    data["base"] = Path(data["base"])
+    for key in ("node_names", "slurmd_ports", "telemetry_ports"):
+        data[key] = tuple(data[key])
+    return LabLayout(**data)
 
 
 def render_slurm_conf(layout: LabLayout) -> str:
