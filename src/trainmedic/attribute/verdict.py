@@ -40,6 +40,7 @@ from trainmedic.model import (
 HARDWARE_LAG_S = 60.0
 """A kernel hardware event up to this much later than an app error still explains it."""
 
+_NOT_GPU = frozenset({Category.NODE_HARDWARE, Category.NETWORK_HARDWARE})
 _SYMPTOM = re.compile(r"(?i)cuda|nccl|cublas|cudnn|nvml|gpu|xid|device|bus error|sigbus")
 _TIMEOUT = re.compile(r"(?i)timed? ?out|timeout|watchdog")
 
@@ -68,11 +69,31 @@ def _hardware_outranks(hw: Event, root: Event) -> bool:
     return True
 
 
+DETAIL_LINES = 8
+"""How far below a generic error its detail lines ("Last error: ...") may sit."""
+
+
+def _specific_detail(root: Event, primaries: Sequence[Event]) -> Event:
+    """A generic wrapper error (category unknown, e.g. NCCL's "unhandled cuda error") is
+    followed by the line that says what failed ("Last error: Cuda failure 'out of memory'"):
+    that line is the cause."""
+    if root.category is not Category.UNKNOWN:
+        return root
+    details = [
+        e
+        for e in primaries
+        if e.source == root.source
+        and root.line < e.line <= root.line + DETAIL_LINES
+        and e.category is not Category.UNKNOWN
+    ]
+    return min(details, key=lambda e: e.line) if details else root
+
+
 def choose_root(primaries: Sequence[Event], events: Sequence[Event]) -> Event:
     order = {id(e): i for i, e in enumerate(events)}
     for e in primaries:
         order.setdefault(id(e), len(order))
-    root = _earliest(primaries, order)
+    root = _specific_detail(_earliest(primaries, order), primaries)
     kernel_hw = [
         e
         for e in primaries
@@ -102,8 +123,8 @@ def _implicated(root: Event | None, events: Sequence[Event], culprit: Culprit) -
         nodes.append(root.node)
     if culprit.host and culprit.host not in nodes:
         nodes.append(culprit.host)
-    if root is not None and root.gpu and root.category is not Category.NODE_HARDWARE:
-        gpus.append(root.gpu)  # a PCIe port named by an AER line is not a GPU
+    if root is not None and root.gpu and root.category not in _NOT_GPU:
+        gpus.append(root.gpu)  # a PCIe port (AER) or a NIC (mlx5) address is not a GPU
     if root is not None and root.category.is_hardware():
         for e in events:
             if e.evidence is not EvidenceSource.KERNEL_LOG or not e.category.is_hardware():
