@@ -68,7 +68,9 @@ def test_unreadable_input_exit_2_others_still_printed(tmp_path: Path) -> None:
 
 
 def test_peak_memory_stays_small_on_a_large_log(tmp_path: Path) -> None:
-    """A ~60 MB log analysed in a child process; its peak RSS must stay well under 200 MB."""
+    """A ~60 MB log analysed in a child process: peak RSS stays far below the file's size plus
+    the interpreter (a non-streaming reader would hold the whole file; the 2 GB budget is
+    200 MB)."""
     path = tmp_path / "big.log"
     line = b"node=n1 iter=1 loss=0.5 step_s=0.01 compute_s=0.008 wait_s=0.001 samples_per_s=99.0\n"
     chunk = line * 10_000
@@ -92,7 +94,7 @@ def test_peak_memory_stays_small_on_a_large_log(tmp_path: Path) -> None:
     )
     category, peak_kib = proc.stdout.split()
     assert category == "application"
-    assert int(peak_kib) < 200 * 1024
+    assert int(peak_kib) < 100 * 1024
 
 
 @pytest.mark.skipif(CORPUS is None, reason="no labelled corpus at ../shared/corpus/dev")
