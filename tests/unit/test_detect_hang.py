@@ -121,3 +121,19 @@ def test_new_attempt_resets_progress_and_gets_grace() -> None:
     assert state.check(last + 20.0) == (), "restarted job is within its start-up grace"
     resumed = feed_steps(state, last + 20.0, 41, 20, 0.01)
     assert state.check(resumed + 1.0) == ()
+
+
+def test_steps_that_include_a_checkpoint_save_do_not_inflate_the_threshold() -> None:
+    state = JobDetectorState(JOB)
+    state.observe(running())
+    t = 0.0
+    for it in range(1, 201):
+        step = 0.01
+        if it % 20 == 1 and it > 1:
+            step = 6.5  # this step includes the save begun after the previous one
+        t += step
+        state.observe(Progress(time=t, job_id=JOB, iteration=it, rank=0, step_time=step))
+        if it % 20 == 0:
+            state.observe(CheckpointSaved(time=t, job_id=JOB, iteration=it, in_progress=True))
+            state.observe(CheckpointSaved(time=t + 6.5, job_id=JOB, iteration=it))
+    assert state.p99_step_s == 0.01

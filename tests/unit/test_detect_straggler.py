@@ -112,3 +112,29 @@ def test_naming_needs_compute_high_and_wait_low() -> None:
     (named,) = find_slow_ranks(slow, DetectorConfig())
     assert named.rank == 3 and named.node == "n3"
     assert find_slow_ranks(slow[:1], DetectorConfig()) == (), "one rank: nobody to compare with"
+
+
+def contention(factor: float) -> list[Anomaly]:
+    """Every rank slows alike (another job on the same cores): nobody stands out."""
+    rng = random.Random(5)
+    state = JobDetectorState(JOB, DetectorConfig())
+    state.observe(JobStatus(time=0.0, job_id=JOB, state=JobState.RUNNING))
+    t, found = 0.0, []
+    for it in range(1, 900):
+        slow = factor if it > 600 else 1.0
+        step = 0.012 * slow * rng.lognormvariate(0.0, 0.1)
+        t += step
+        for r in range(4):
+            compute = 0.004 * slow * rng.lognormvariate(0.0, 0.1)
+            state.observe(
+                Progress(t, JOB, it, r, NODE_OF[r], step, compute, max(0.0, step - compute))
+            )
+        if it % 5 == 0:
+            found += [a for a in state.check(t) if a.kind is Kind.STRAGGLER]
+    return found
+
+
+def test_uniform_slowdown_is_contention_unless_large() -> None:
+    assert contention(1.8) == []
+    (anomaly,) = contention(4.0)
+    assert anomaly.ranks == () and "no single rank" in anomaly.basis

@@ -28,6 +28,10 @@ class DetectorConfig:
     straggler_recent: int = 20
     straggler_baseline: int = 500
     straggler_min_baseline: int = 50
+    # A slowdown in which no rank stands out (every rank slower alike) is reported only
+    # above this larger ratio: on shared machines it is mostly contention from other work,
+    # and the policy could not act on it anyway (no node to name).
+    straggler_unnamed_ratio: float = 3.0
     # Iterations after each (re)start left out of the straggler windows: warm-up is slow.
     warmup_steps: int = 5
     # Naming the slow rank: its median compute time exceeds the other ranks' median by more

@@ -60,6 +60,7 @@ class JobDetectorState:
         self.iteration: int | None = None
         self._iteration_time: float | None = None
         self._iterations_seen = 0
+        self._skip_step = False
         self.checkpoint_started: float | None = None
         self.last_checkpoint_saved: float | None = None
         self._recent: deque[tuple[float, float]] = deque(maxlen=cfg.straggler_recent)
@@ -76,6 +77,9 @@ class JobDetectorState:
         elif isinstance(obs, Progress) and obs.job_id == self.job_id:
             self._observe_progress(obs)
         elif isinstance(obs, CheckpointSaved) and obs.job_id == self.job_id:
+            # The next step's time includes the save: keep it out of the step statistics
+            # (the hang window has its own checkpoint extension).
+            self._skip_step = True
             if obs.in_progress:
                 self.checkpoint_started = obs.time
             else:
@@ -144,7 +148,8 @@ class JobDetectorState:
         self.iteration = p.iteration
         self._iteration_time = p.time
         self._iterations_seen += 1
-        if step is None or step < 0 or self._iterations_seen <= self.config.warmup_steps:
+        skip, self._skip_step = self._skip_step, False
+        if step is None or step < 0 or skip or self._iterations_seen <= self.config.warmup_steps:
             return
         self._steps.append(step)
         self._p99 = None

@@ -11,7 +11,8 @@ in the gradient all-reduce low, while the others wait for it. A rank is named wh
 compute time over the window exceeds the other ranks' median by more than
 ``max(z x 1.4826 x MAD, rel x median, abs)`` and its median wait is no higher than theirs.
 Comparing each rank with the *others* keeps this meaningful with 2 ranks, and naming every
-rank that qualifies names all ranks of a slow node.
+rank that qualifies names all ranks of a slow node. A slowdown that names no rank must be
+larger (``straggler_unnamed_ratio``): it is what CPU contention from other work looks like.
 """
 
 from __future__ import annotations
@@ -112,6 +113,8 @@ def check_straggler(
     ratio = median(recent) / median(baseline)
     share = 1.0 - config.straggler_quantile
     slow = find_slow_ranks(timings, config)
+    if not slow and sustained <= config.straggler_unnamed_ratio:
+        return None  # every rank slower alike, and not by much: likely contention
     basis = (
         f"median step {median(recent):.4f}s over the last {len(recent)} iterations is "
         f"{ratio:.2f}x the baseline {median(baseline):.4f}s, and {share:.0%}"
