@@ -104,8 +104,62 @@ def test_nan_signature_line() -> None:
     )
     assert is_nan_event(event)
     assert not is_nan_event(xid79())
+    overflow = Event(
+        signature="nan.loss_scale_overflow",
+        category=Category.APPLICATION,
+        kind=Kind.NONE,
+        role=Role.CONTEXT,
+        line=3,
+        text="Gradient overflow. Skipping step, loss scaler 0 reducing loss scale to 32768.0",
+    )
+    assert not is_nan_event(overflow), "fp16 loss-scale overflow is routine"
     state = JobDetectorState(JOB)
     state.observe(JobStatus(time=0.0, job_id=JOB, state=JobState.RUNNING))
     state.observe_event(event, now=3.0)
     (nan,) = state.check(3.0)
     assert nan.nan and nan.trigger is Trigger.NAN_LOG and nan.category is Category.APPLICATION
+
+
+def catalogue_events() -> list[Event]:
+    from trainmedic.signatures.catalogue import load_catalogue
+
+    return [
+        Event(s.id, s.category, s.kind, s.role, 1, s.examples[0] if s.examples else "")
+        for s in load_catalogue().signatures
+    ]
+
+
+def test_nan_rule_agrees_with_the_signature_catalogue() -> None:
+    for event in catalogue_events():
+        expected = (
+            event.signature.startswith("nan.")
+            and event.kind is Kind.CRASH
+            and event.role is Role.PRIMARY
+        )
+        assert is_nan_event(event) == expected, event.signature
+
+
+def test_real_gloo_timeout_line_cuts_a_hang_short() -> None:
+    from trainmedic.logparse.prefix import parse_prefix
+    from trainmedic.signatures.catalogue import load_catalogue
+    from trainmedic.signatures.matcher import Matcher
+
+    matcher = Matcher(load_catalogue())
+    text = (
+        "[rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81]"
+        " Timed out waiting 30000ms for recv operation to complete"
+    )
+    prefix = parse_prefix(text)
+    events = [
+        matcher.to_event(
+            hit, line=1, text=text, source="x", evidence=EvidenceSource.APP_LOG, prefix=prefix
+        )
+        for hit in matcher.match(text)
+    ]
+    state = JobDetectorState(JOB)
+    state.observe(JobStatus(time=0.0, job_id=JOB, state=JobState.RUNNING))
+    state.observe(Progress(time=1.0, job_id=JOB, iteration=1, rank=0, step_time=0.01))
+    for event in events:
+        state.observe_event(event, now=2.0)
+    kinds = [(a.kind, a.trigger) for a in state.check(2.0)]
+    assert kinds == [(Kind.HANG, Trigger.COMM_TIMEOUT)], [e.signature for e in events]

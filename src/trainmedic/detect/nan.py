@@ -11,7 +11,7 @@ import math
 import re
 
 from trainmedic.detect.anomaly import Anomaly, Trigger
-from trainmedic.model import Category, Event, Kind
+from trainmedic.model import Category, Event, Kind, Role
 from trainmedic.observations import Progress
 
 # Signature ids name NaN/inf loss or gradient-norm detections with one of these words.
@@ -37,7 +37,13 @@ def nan_from_progress(progress: Progress, now: float) -> Anomaly | None:
 
 
 def is_nan_event(event: Event) -> bool:
-    return bool(_NAN_ID.search(event.signature))
+    """A primary crash line whose signature id names NaN/inf (``nan.loss``, ``nan.grad_norm``);
+    context lines such as fp16 loss-scale overflows (``nan.loss_scale_overflow``) are normal."""
+    return (
+        event.role is Role.PRIMARY
+        and event.kind is Kind.CRASH
+        and bool(_NAN_ID.search(event.signature))
+    )
 
 
 def nan_from_event(
