@@ -78,7 +78,8 @@ class DemoRunner:
 
     def _run_in(self, workdir: Path) -> dict[str, Any]:
         config = demo_config(self.options.mode)
-        self.sched = LocalScheduler(workdir / "cluster", nodes=NODES)
+        # A short stop grace: a hung rank ignores SIGTERM until it is killed.
+        self.sched = LocalScheduler(workdir / "cluster", nodes=NODES, grace_s=1.5)
         self.store = Store(sqlite_url(str(workdir / "state.db")))
         self.service = Service(
             config,
