@@ -138,7 +138,10 @@ def test_first_application_error_gets_a_confirmation_retry_on_other_nodes() -> N
 
 
 def test_deterministic_application_error_stops_after_one_confirmation() -> None:
-    first = AttemptRecord(0, Category.APPLICATION, "python.key_error", 120, NODES)
+    first = AttemptRecord.from_verdict(
+        0, APP_ERROR, iteration=120, nodes=NODES, new_checkpoint=False
+    )
+    assert first == AttemptRecord(0, Category.APPLICATION, "python.key_error", 120, NODES)
     context = ctx(attempts=(first,), current_nodes=SPARES, healthy_spares=())
     advice = decide(APP_ERROR, context)
     assert advice.action is Action.STOP

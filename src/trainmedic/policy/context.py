@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from trainmedic.config.sections import PolicyConfig
-from trainmedic.model import Category
+from trainmedic.model import Category, Verdict
 
 _EMPTY: Mapping[str, int] = MappingProxyType({})
 _EMPTY_BUDGET: Mapping[Category, int] = MappingProxyType({})
@@ -27,6 +27,26 @@ class AttemptRecord:
     iteration: int | None  # the last iteration reached when it failed
     nodes: tuple[str, ...]  # the nodes it ran on
     new_checkpoint: bool = False  # a newer checkpoint appeared during that attempt
+
+    @classmethod
+    def from_verdict(
+        cls,
+        attempt: int,
+        verdict: Verdict,
+        *,
+        iteration: int | None,
+        nodes: tuple[str, ...],
+        new_checkpoint: bool,
+    ) -> AttemptRecord:
+        """The record the engine keeps of a failed attempt, for the next decision."""
+        return cls(
+            attempt=attempt,
+            category=verdict.category,
+            signature=verdict.root_cause.signature if verdict.root_cause else None,
+            iteration=iteration,
+            nodes=nodes,
+            new_checkpoint=new_checkpoint,
+        )
 
 
 @dataclass(frozen=True, slots=True)
