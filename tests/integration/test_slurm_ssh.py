@@ -7,6 +7,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -83,7 +84,9 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
         log.close()
 
 
-def _runner(server: SshServer, cluster: SlurmCluster, known_hosts: Path) -> SshRunner:
+def _runner(
+    server: SshServer, cluster: SlurmCluster, known_hosts: Path, control_dir: str | None = None
+) -> SshRunner:
     return SshRunner(
         "127.0.0.1",
         port=server.port,
@@ -91,6 +94,7 @@ def _runner(server: SshServer, cluster: SlurmCluster, known_hosts: Path) -> SshR
         identity_file=str(server.client_key),
         known_hosts=str(known_hosts),
         slurm_conf=str(cluster.conf_path),
+        control_dir=control_dir,
     )
 
 
@@ -120,3 +124,25 @@ def test_wrong_host_key_is_refused(sshd: SshServer, slurm_cluster: SlurmCluster)
         runner.run(["sinfo", "--json"], timeout=10)
     snap = SlurmScheduler(runner).poll(())
     assert snap.stale and "ssh 127.0.0.1" in snap.error
+
+
+def test_multiplexed_connection_is_reused_and_closed(
+    sshd: SshServer, slurm_cluster: SlurmCluster
+) -> None:
+    control = Path(tempfile.mkdtemp(prefix="tm", dir="/tmp"))  # socket paths must be short
+    runner = _runner(sshd, slurm_cluster, sshd.known_hosts, control_dir=str(control))
+    try:
+        t0 = time.monotonic()
+        assert not SlurmScheduler(runner).poll(()).stale
+        first = time.monotonic() - t0
+        assert list(control.iterdir())  # the control socket
+        t0 = time.monotonic()
+        assert not SlurmScheduler(runner).poll(()).stale
+        print(f"\nssh poll: first {first:.2f} s, multiplexed {time.monotonic() - t0:.2f} s")
+    finally:
+        runner.close()
+    deadline = time.monotonic() + 5
+    while list(control.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not list(control.iterdir())  # the master exited with its socket
+    control.rmdir()

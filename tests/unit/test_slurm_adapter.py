@@ -205,3 +205,15 @@ def test_ssh_runner_quotes_the_remote_command() -> None:
     )
     with pytest.raises(ValueError):
         SshRunner("-oProxyCommand=x", known_hosts="/k")
+
+
+def test_details_calls_per_poll_are_bounded() -> None:
+    fake = _fake()
+    slurm = SlurmScheduler(fake, details_per_poll=1)
+    first = slurm.poll(["1", "8"])
+    assert len([c for c in fake.calls if "show" in c]) == 1
+    assert {j.job_id for j in first.jobs} == {"1", "8"}  # the other keeps squeue's paths
+    slurm.poll(["1", "8"])
+    assert len([c for c in fake.calls if "show" in c]) == 2  # its turn came
+    slurm.poll(["1", "8"])
+    assert len([c for c in fake.calls if "show" in c]) == 2  # both cached now

@@ -70,12 +70,17 @@ class SlurmScheduler:
         timeout: float = 15.0,
         clock: Callable[[], float] = time.time,
         details_cache_size: int = 4096,
+        details_per_poll: int = 16,
     ) -> None:
         self.runner = runner
         self.timeout = timeout
         self.clock = clock
         self._details: OrderedDict[tuple[str, int], JobDetails] = OrderedDict()
         self._cache_size = details_cache_size
+        # Bounds one cycle's extra scontrol calls (over SSH each is a connection): the rest
+        # keep squeue's expanded paths until a later cycle.
+        self.details_per_poll = details_per_poll
+        self._details_budget = 0
         self.last_plan: ExclusionPlan | None = None
 
     # -- observe ----------------------------------------------------------------------------
@@ -89,6 +94,7 @@ class SlurmScheduler:
             return ClusterSnapshot(time=now, stale=True, error=_one_line(str(err)))
         if job_ids:
             wanted = set(job_ids)
+            self._details_budget = self.details_per_poll
             jobs = tuple(self._with_details(j) for j in jobs if j.job_id in wanted)
         return ClusterSnapshot(time=now, jobs=jobs, nodes=nodes)
 
@@ -105,6 +111,9 @@ class SlurmScheduler:
         key = (job.job_id, job.attempt)
         details = self._details.get(key)
         if details is None:
+            if self._details_budget <= 0:
+                return job
+            self._details_budget -= 1
             try:
                 details = self.job_details(job.job_id)
             except SchedulerError as err:

@@ -81,6 +81,7 @@ class SshRunner:
         slurm_conf: str | None = None,
         connect_timeout: int = 5,
         ssh_binary: str = "ssh",
+        control_dir: str | None = None,
     ) -> None:
         if not host or host.startswith("-") or any(c.isspace() for c in host):
             raise ValueError(f"invalid ssh host {host!r}")
@@ -99,7 +100,16 @@ class SshRunner:
             opts += ["-i", identity_file, "-o", "IdentitiesOnly=yes"]
         if user:
             opts += ["-l", user]
+        if control_dir:
+            # One TCP+auth handshake shared by all commands of a cycle; ``close`` ends it.
+            # The socket path (dir + 58 chars) must stay under ~100 bytes: use a short dir.
+            opts += [
+                "-o", "ControlMaster=auto",
+                "-o", f"ControlPath={control_dir}/%C",
+                "-o", "ControlPersist=60",
+            ]  # fmt: skip
         self._prefix = opts
+        self._multiplexed = bool(control_dir)
 
     def remote_argv(self, argv: Sequence[str]) -> list[str]:
         """The ssh command line that runs ``argv`` on the head node."""
@@ -107,6 +117,11 @@ class SshRunner:
         if self.slurm_conf:
             remote = ["env", f"SLURM_CONF={self.slurm_conf}", *remote]
         return [*self._prefix, self.host, "--", shlex.join(remote)]
+
+    def close(self) -> None:
+        """End the shared connection (when ``control_dir`` was given); harmless otherwise."""
+        if self._multiplexed:
+            _run([*self._prefix, "-O", "exit", self.host], 10, None)
 
     def run(self, argv: list[str], timeout: float) -> CompletedCommand:
         done = _run(self.remote_argv(argv), timeout, None)
