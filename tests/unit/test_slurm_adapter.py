@@ -217,3 +217,11 @@ def test_details_calls_per_poll_are_bounded() -> None:
     assert len([c for c in fake.calls if "show" in c]) == 2  # its turn came
     slurm.poll(["1", "8"])
     assert len([c for c in fake.calls if "show" in c]) == 2  # both cached now
+
+
+def test_failed_update_still_releases_the_job() -> None:
+    fake = _fake()
+    fake.add(["scontrol", "update"], "", 1, "Invalid node name specified for job 1")
+    with pytest.raises(SchedulerError, match="Invalid node name"):
+        SlurmScheduler(fake).requeue("1", ["node3"])
+    assert fake.calls[-1] == ["scontrol", "release", "1"]

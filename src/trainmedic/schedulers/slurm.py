@@ -151,7 +151,11 @@ class SlurmScheduler:
         if plan.required is not None or set(plan.exclude) != set(details.excluded_nodes):
             update.append(f"ExcNodeList={join_hostlist(plan.exclude)}")
         if update:
-            self._check(["scontrol", "update", f"JobId={job_id}", *update])
+            try:
+                self._check(["scontrol", "update", f"JobId={job_id}", *update])
+            except SchedulerError:
+                self.release(job_id)  # fail open: never leave the job held by us
+                raise
         self.release(job_id)
         self.last_plan = plan
         return plan
