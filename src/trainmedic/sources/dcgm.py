@@ -71,11 +71,14 @@ class DcgmScraper:
         self.timeout_s = timeout_s
         self._clock = clock
         self.stale = False
+        # Exporters sit on the cluster network: an HTTP(S)_PROXY meant for the internet
+        # must not capture these requests.
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
     def poll(self) -> list[Observation]:
         now = self._clock()
         try:
-            with urllib.request.urlopen(self.url, timeout=self.timeout_s) as response:
+            with self._opener.open(self.url, timeout=self.timeout_s) as response:
                 body = response.read(MAX_BODY_BYTES)
             samples = parse_exposition(body.decode("utf-8", errors="replace"), self.node, now)
         except (OSError, http.client.HTTPException, ValueError) as exc:
