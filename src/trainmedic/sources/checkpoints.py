@@ -64,7 +64,11 @@ class CheckpointWatcher:
         for entry in os.scandir(self.directory):
             iteration = checkpoint_iteration(entry.name)
             if iteration is not None and (best is None or iteration > best[0]):
-                best = (iteration, Path(entry.path), entry.stat().st_mtime)
+                try:
+                    mtime = entry.stat().st_mtime
+                except FileNotFoundError:
+                    continue  # rotated away (old checkpoints are pruned) since the listing
+                best = (iteration, Path(entry.path), mtime)
         return best
 
     def poll(self) -> list[Observation]:
