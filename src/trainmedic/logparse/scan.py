@@ -70,6 +70,21 @@ def _file_rank(path: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+MAX_EVENT_TEXT = 4096
+"""Characters of a matched line kept in its event (5000 events of 64 KiB would be 320 MB)."""
+
+MATCH_CHARS = 16384
+"""Longer lines are matched on their head and tail only: an error lands at one end of a
+monster line (a ``\r``-updated progress bar ends with the message printed after it)."""
+
+
+def _view(text: str) -> str:
+    if len(text) <= MATCH_CHARS:
+        return text
+    half = MATCH_CHARS // 2
+    return text[:half] + "\n" + text[-half:]
+
+
 WRAP_MIN = 80
 """Shorter lines are never taken for terminal-wrapped ones."""
 
@@ -125,7 +140,12 @@ class _Collector:
             if len(self.events) >= self.limits.max_events:
                 return
             event = self.to_event(
-                hit, line=line_no, text=text, source=self.path, evidence=evidence, prefix=prefix
+                hit,
+                line=line_no,
+                text=text[:MAX_EVENT_TEXT],
+                source=self.path,
+                evidence=evidence,
+                prefix=prefix,
             )
             if event.rank is None and self.file_rank is not None:
                 event = replace(event, rank=self.file_rank)
@@ -208,13 +228,13 @@ def scan_lines(
             and _is_wrap(prev, text, widths)
         ):
             joined = prev + text
-            hits = match(joined)
+            hits = match(_view(joined))
             if hits:
                 out.drop_line(line_no - 1)
                 before = list(ring)[:-1]
                 out.add(hits, line_no - 1, joined, year or REFERENCE_YEAR, before, frames)
         else:
-            hits = match(text)
+            hits = match(text if len(text) <= MATCH_CHARS else _view(text))
             if hits:
                 out.add(hits, line_no, text, year or REFERENCE_YEAR, list(ring), frames)
         ring.append((line_no, text[: limits.window_chars]))
