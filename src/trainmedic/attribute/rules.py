@@ -69,18 +69,24 @@ class ContextRule:
         return self.category_in is None or event.category in self.category_in
 
     def supported(self, event: Event, others: Sequence[Event], near_text: str) -> bool:
-        if self.near is not None and self.near.search(near_text):
-            return True
+        return self.support(event, others, near_text) is not None
+
+    def support(self, event: Event, others: Sequence[Event], near_text: str) -> str | None:
+        """What supports the rule for ``event`` (a short description), or ``None``."""
+        if self.near is not None:
+            m = self.near.search(near_text)
+            if m:
+                return f"nearby: {m.group(0)!r}"
         for other in others:
             if other is event or (other.node and event.node and other.node != event.node):
                 continue
-            if self.with_xid and other.xid in self.with_xid:
-                return True
-            if self.with_event is not None and (
-                self.with_event.search(other.text) or self.with_event.search(other.signature)
+            if (self.with_xid and other.xid in self.with_xid) or (
+                self.with_event is not None
+                and (self.with_event.search(other.text) or self.with_event.search(other.signature))
             ):
-                return True
-        return False
+                where = f"{other.source}:{other.line}" if other.source else f"line {other.line}"
+                return f"{other.signature} at {where}"
+        return None
 
 
 def _compile(rule_id: str, key: str, value: Any) -> re.Pattern[str]:
@@ -158,7 +164,20 @@ def refine(
     rules: Sequence[ContextRule] | None = None,
 ) -> ContextRule | None:
     """The first rule that applies to ``root`` given its surroundings, if any."""
+    found = refine_with_support(root, others, near_text, rules)
+    return found[0] if found else None
+
+
+def refine_with_support(
+    root: Event,
+    others: Sequence[Event],
+    near_text: str,
+    rules: Sequence[ContextRule] | None = None,
+) -> tuple[ContextRule, str] | None:
+    """The first applicable rule and what supports it."""
     for rule in default_rules() if rules is None else rules:
-        if rule.fits(root) and rule.supported(root, others, near_text):
-            return rule
+        if rule.fits(root):
+            support = rule.support(root, others, near_text)
+            if support is not None:
+                return rule, support
     return None

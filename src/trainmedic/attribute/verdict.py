@@ -24,7 +24,7 @@ from trainmedic.attribute.phase import (
     silence_after_init,
     solo_phase,
 )
-from trainmedic.attribute.rules import refine
+from trainmedic.attribute.rules import refine_with_support
 from trainmedic.logparse.elastic import SIGABRT_EXITS
 from trainmedic.model import (
     NO_FAILURE,
@@ -170,14 +170,15 @@ def attribute(events: Sequence[Event], *, facts: JobFacts | None = None) -> Verd
 def _from_root(
     root: Event, events: Sequence[Event], facts: JobFacts, confidence_cap: float = 1.0
 ) -> Verdict:
-    rule = refine(root, events, facts.neighbours.get(root, ""))
+    found = refine_with_support(root, events, facts.neighbours.get(root, ""))
+    rule = found[0] if found else None
     category = rule.category if rule else root.category
     confidence = rule.confidence if rule else _base_confidence(root)
     timeouts = [e for e in events if e.role is Role.CASCADE and _TIMEOUT.search(e.text)]
     culprit = find_culprit(root, timeouts, facts.child_failures, facts.ranks_seen)
     basis = f"root cause {root.signature} at {root.source or 'line'}:{root.line}"
-    if rule:
-        basis += f"; {rule.basis}"
+    if found:
+        basis += f"; {found[0].basis} ({found[0].id}: {found[1]})"
     return Verdict(
         failure=True,
         kind=root.kind if root.kind is not Kind.NONE else Kind.CRASH,
