@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from trainmedic.attribute.verdict import attribute
-from trainmedic.detect.anomaly import Anomaly
+from trainmedic.detect.anomaly import Anomaly, Trigger
 from trainmedic.detect.config import DetectorConfig
 from trainmedic.detect.state import JobDetectorState
 from trainmedic.engine_signals import (
@@ -27,7 +27,7 @@ from trainmedic.engine_signals import (
     node_status_event,
     verdict_for_anomaly,
 )
-from trainmedic.model import Event, EvidenceSource, LinePrefix, Verdict
+from trainmedic.model import Event, EvidenceSource, Kind, LinePrefix, Verdict
 from trainmedic.observations import (
     JobStatus,
     LogLine,
@@ -35,6 +35,7 @@ from trainmedic.observations import (
     Observation,
     TelemetrySample,
 )
+from trainmedic.schedulers.base import JobState, NodeState
 from trainmedic.signatures.matcher import Matcher, default_matcher
 from trainmedic.sources.telemetry import telemetry_to_events
 
@@ -65,7 +66,13 @@ class _JobTrack:
         self.events: deque[Event] = deque(maxlen=MAX_JOB_EVENTS)
         self.attempt_started: float | None = None
         self.log_attempt: int | None = None  # from the last attempt banner in the logs
-        self.pending: list[Anomaly] = []
+        self.pending: list[tuple[Anomaly, int]] = []  # with the attempt it belongs to
+        # The previous attempt's nodes: Slurm requeues a --requeue job by itself when a node
+        # dies, so the dead node is already gone from the job when the node state arrives.
+        self.previous_nodes: tuple[str, ...] = ()
+        self.previous_attempt = 0
+        self.attempt_changed_at: float | None = None
+        self.node_failures: set[tuple[int, str]] = set()
 
 
 class Engine:
@@ -82,6 +89,7 @@ class Engine:
         self._jobs: dict[str, _JobTrack] = {}
         self._node_events: dict[str, deque[Event]] = {}
         self._telemetry: dict[tuple[str, str, str], float] = {}
+        self._node_state: dict[str, NodeState] = {}
 
     # -- watching ------------------------------------------------------------------------
 
@@ -107,16 +115,22 @@ class Engine:
         elif isinstance(obs, TelemetrySample):
             self._observe_telemetry(obs, now)
         elif isinstance(obs, NodeStatus):
-            event = node_status_event(obs)
-            if event is not None:
-                self._add_node_event(obs.node, event, now)
+            # Only a change of state is news: a DOWN node is reported at every poll.
+            if self._node_state.get(obs.node) is not obs.state:
+                self._node_state[obs.node] = obs.state
+                event = node_status_event(obs)
+                if event is not None:
+                    self._add_node_event(obs.node, event, now)
         else:
             track = self._jobs.get(getattr(obs, "job_id", None) or "")
             if track is None:
                 return
             if isinstance(obs, JobStatus) and obs.attempt != track.detector.attempt:
+                track.previous_nodes = track.detector.nodes
+                track.previous_attempt = track.detector.attempt
+                track.attempt_changed_at = obs.time
                 track.events.clear()
-                track.pending.clear()
+                track.pending = [(a, n) for a, n in track.pending if n == obs.attempt]
                 track.attempt_started = obs.time
             if isinstance(obs, JobStatus):
                 event = job_status_event(obs)
@@ -180,6 +194,37 @@ class Engine:
         for track in self._jobs.values():
             if node in track.detector.nodes:
                 track.detector.observe_event(stamped, now)
+            if stamped.evidence is EvidenceSource.SCHEDULER:
+                self._node_failure(track, node, stamped, now)
+
+    def _node_failure(self, track: _JobTrack, node: str, event: Event, now: float) -> None:
+        """The scheduler says a node of this job (now, or of the attempt it just lost) died."""
+        if node in track.detector.nodes and track.detector.state is JobState.RUNNING:
+            attempt = track.detector.attempt
+        elif (
+            node in track.previous_nodes
+            and track.attempt_changed_at is not None
+            and now - track.attempt_changed_at <= NODE_EVIDENCE_LOOKBACK_S
+        ):
+            attempt = track.previous_attempt
+        else:
+            return
+        if (attempt, node) in track.node_failures:
+            return
+        track.node_failures.add((attempt, node))
+        anomaly = Anomaly(
+            kind=Kind.CRASH,
+            job_id=track.detector.job_id,
+            detected_at=now,
+            since=event.timestamp if event.timestamp is not None else now,
+            trigger=Trigger.JOB_STATE,
+            basis=f"scheduler: node {node} of the job is unhealthy ({event.text})",
+            nodes=(node,),
+            evidence=(event,),
+            category=event.category,
+            iteration=track.detector.iteration,
+        )
+        track.pending.append((anomaly, attempt))
 
     # -- evaluating ----------------------------------------------------------------------
 
@@ -187,37 +232,40 @@ class Engine:
         """Findings whose settle time has passed; each anomaly yields one finding."""
         findings: list[Finding] = []
         for job_id, track in self._jobs.items():
-            track.pending.extend(track.detector.check(now))
-            ready = [a for a in track.pending if now >= a.detected_at + self.settle_s]
+            attempt = track.detector.attempt
+            track.pending.extend((a, attempt) for a in track.detector.check(now))
+            ready = [p for p in track.pending if now >= p[0].detected_at + self.settle_s]
             if not ready:
                 continue
-            track.pending = [a for a in track.pending if a not in ready]
-            for anomaly in ready:
-                findings.append(self._finding(job_id, track, anomaly))
+            track.pending = [p for p in track.pending if p not in ready]
+            for anomaly, of_attempt in ready:
+                findings.append(self._finding(job_id, track, anomaly, of_attempt))
         return findings
 
     def _node_evidence(self, track: _JobTrack) -> list[Event]:
         start = (track.attempt_started or 0.0) - NODE_EVIDENCE_LOOKBACK_S
         events: list[Event] = []
-        for node in track.detector.nodes:
+        for node in set(track.detector.nodes) | set(track.previous_nodes):
             for event in self._node_events.get(node, ()):
                 if event.timestamp is None or event.timestamp >= start:
                     events.append(event)
         return events
 
-    def _finding(self, job_id: str, track: _JobTrack, anomaly: Anomaly) -> Finding:
+    def _finding(self, job_id: str, track: _JobTrack, anomaly: Anomaly, attempt: int) -> Finding:
         node_events = self._node_evidence(track)
         # System evidence first: on equal timestamps the kernel's word outranks app lines.
         evidence = tuple(node_events) + tuple(track.events) + anomaly.evidence
         verdict = verdict_for_anomaly(anomaly, attribute(evidence) if evidence else None)
         return Finding(
             job_id=job_id,
-            attempt=track.detector.attempt,
+            attempt=attempt,
             anomaly=anomaly,
             verdict=verdict,
             evidence=_dedupe(evidence),
             iteration=track.detector.iteration,
-            nodes=track.detector.nodes,
+            nodes=track.detector.nodes
+            if attempt == track.detector.attempt
+            else track.previous_nodes,
         )
 
 

@@ -24,7 +24,7 @@ from trainmedic.engine import Engine, Finding
 from trainmedic.errors import TrainmedicError
 from trainmedic.executor import Executor, ExecutorEvent
 from trainmedic.model import Action
-from trainmedic.observations import JobStatus, NodeStatus, Observation, Progress
+from trainmedic.observations import CheckpointSaved, JobStatus, NodeStatus, Observation, Progress
 from trainmedic.policy.decide import decide
 from trainmedic.policy_context import build_context
 from trainmedic.schedulers.base import ClusterSnapshot, SchedulerAdapter
@@ -98,7 +98,7 @@ class Service:
             node: KernelLogSource(node, path) for node, path in (kernel_logs or {}).items()
         }
         self._telemetry = [DcgmScraper(n, url) for n, url in (telemetry_urls or {}).items()]
-        self._checkpoint_seen: dict[str, int] = {}  # job -> attempt that saved a checkpoint
+        self._checkpoint_iter: dict[str, int] = {}  # job -> newest saved checkpoint iteration
         self._lock = threading.Lock()
         for job in store.list_jobs():
             self._watch(job.job_id, job.spec)
@@ -201,6 +201,13 @@ class Service:
     def _remember_progress(self, observations: list[Observation]) -> None:
         latest: dict[str, Progress] = {}
         for obs in observations:
+            newer = isinstance(obs, CheckpointSaved) and not obs.in_progress
+            if newer and obs.iteration > self._checkpoint_iter.get(obs.job_id, -1):
+                self._checkpoint_iter[obs.job_id] = obs.iteration
+                if obs.job_id in self._jobs:
+                    self.store.update_job_progress(
+                        obs.job_id, checkpoint_iteration=obs.iteration, checkpoint_at=obs.time
+                    )
             if isinstance(obs, Progress) and (
                 obs.job_id not in latest or obs.iteration > latest[obs.job_id].iteration
             ):
@@ -211,15 +218,28 @@ class Service:
                     job_id, progress_at=progress.time, iteration=progress.iteration
                 )
 
+    def _new_checkpoint(self, finding: Finding) -> bool:
+        """A checkpoint newer than the one the failing attempt resumed from (the trainer
+        resumes from checkpoint N at iteration N + 1)."""
+        newest = self._checkpoint_iter.get(finding.job_id)
+        first = next(
+            (
+                a.first_iteration
+                for a in self.store.list_attempts(finding.job_id)
+                if a.attempt == finding.attempt
+            ),
+            None,
+        )
+        return newest is not None and first is not None and newest >= first
+
     def _decide(self, finding: Finding, snapshot: ClusterSnapshot, now: float) -> Decision:
-        detector = self.engine.detector(finding.job_id)
         context = build_context(
             self.store,
             finding,
             snapshot,
             self.config.policy,
             now=now,
-            new_checkpoint=detector.last_checkpoint_saved is not None,
+            new_checkpoint=self._new_checkpoint(finding),
         )
         advice = decide(finding.verdict, context)
         verdict = finding.verdict

@@ -132,9 +132,12 @@ def test_first_application_error_gets_a_confirmation_retry_on_other_nodes() -> N
     advice = decide(APP_ERROR, ctx())
     assert advice.action is Action.RESTART_EXCLUDING and advice.exclude_nodes == NODES
     assert "confirmation retry" in advice.basis and advice.drain_nodes == ()
+    # One spare for two nodes: move off one of them, so the node set still differs.
     advice = decide(APP_ERROR, ctx(healthy_spares=("node3",)))
+    assert advice.action is Action.RESTART_EXCLUDING and len(advice.exclude_nodes) == 1
+    assert advice.exclude_nodes[0] in NODES and "confirmation retry" in advice.basis
+    advice = decide(APP_ERROR, ctx(healthy_spares=()))
     assert advice.action is Action.RESTART and advice.exclude_nodes == ()
-    assert "confirmation retry" in advice.basis
 
 
 def test_deterministic_application_error_stops_after_one_confirmation() -> None:

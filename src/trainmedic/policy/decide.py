@@ -109,7 +109,7 @@ def decide(verdict: Verdict, context: PolicyContext) -> Advice:
         else "progress since the previous failure: no retry budget spent"
     )
     if cat is Category.APPLICATION:
-        return _confirmation_retry(context, f"{what}; {budget_note}")
+        return _confirmation_retry(context, f"{what}; {budget_note}", verdict.implicated.nodes)
     if cat.is_hardware() or cat in (Category.SYSTEM_SOFTWARE, Category.UNKNOWN):
         isolation = choose_isolation(
             verdict,
@@ -147,13 +147,27 @@ def _stop(context: PolicyContext, basis: str) -> Advice:
     )
 
 
-def _confirmation_retry(context: PolicyContext, basis: str) -> Advice:
+def _confirmation_retry(
+    context: PolicyContext, basis: str, implicated: tuple[str, ...] = ()
+) -> Advice:
+    """Retry once, moving off as many of the current nodes as there are spares (the nodes the
+    error came from first): the same error on a different node set rules the nodes out."""
     current = context.current_nodes
-    if context.confirm_on_other_nodes and current and len(context.healthy_spares) >= len(current):
+    room = len(context.healthy_spares)
+    if context.confirm_on_other_nodes and current and room:
+        ordered = [n for n in implicated if n in current]
+        ordered += [n for n in reversed(current) if n not in ordered]
+        chosen = set(ordered[:room])
+        moved = tuple(n for n in current if n in chosen)
+        scope = (
+            "other nodes"
+            if len(moved) == len(current)
+            else f"a node set without {', '.join(moved)}"
+        )
         return Advice(
             Action.RESTART_EXCLUDING,
-            f"{basis}; first occurrence: confirmation retry on other nodes to rule them out",
-            exclude_nodes=current,
+            f"{basis}; first occurrence: confirmation retry on {scope} to rule the nodes out",
+            exclude_nodes=moved,
         )
     return Advice(Action.RESTART, f"{basis}; first occurrence: confirmation retry")
 

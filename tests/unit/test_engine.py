@@ -1,0 +1,101 @@
+"""The engine on synthetic observations: pure, no clock, no I/O."""
+
+from __future__ import annotations
+
+from trainmedic.detect.config import DetectorConfig
+from trainmedic.engine import Engine
+from trainmedic.model import Category, EvidenceSource, Kind
+from trainmedic.observations import JobStatus, LogLine, NodeStatus, Progress
+from trainmedic.schedulers.base import JobState, NodeState
+
+XID79 = "NVRM: Xid (PCI:0000:3b:00): 79, pid=991, name=python, GPU has fallen off the bus."
+
+
+def _running(
+    engine: Engine, t: float, attempt: int = 0, nodes: tuple[str, ...] = ("n1", "n2")
+) -> None:
+    engine.observe(JobStatus(t, "j", JobState.RUNNING, nodes, attempt), t)
+
+
+def _progress(engine: Engine, t0: float, iterations: range, step: float = 0.1) -> float:
+    t = t0
+    for i in iterations:
+        t = t0 + (i - iterations.start) * step
+        for rank in range(4):
+            engine.observe(
+                Progress(t, "j", i, rank, "n1" if rank < 2 else "n2", step, 0.05, 0.04), t
+            )
+    return t
+
+
+def _engine() -> Engine:
+    engine = Engine(DetectorConfig(hang_floor_s=5.0), settle_s=0.5)
+    engine.watch("j")
+    return engine
+
+
+def test_kernel_xid_on_a_job_node_becomes_a_gpu_hardware_finding_after_settling() -> None:
+    engine = _engine()
+    _running(engine, 0.0)
+    t = _progress(engine, 1.0, range(1, 40))
+    kernel = LogLine(
+        t + 0.1, f"kernel: {XID79}", EvidenceSource.KERNEL_LOG, "kern.log", 7, node="n2"
+    )
+    engine.observe(kernel, t + 0.1)
+    assert engine.evaluate(t + 0.2) == []  # still settling: trailing lines may follow
+    (finding,) = engine.evaluate(t + 0.7)
+    assert finding.verdict.kind is Kind.CRASH
+    assert finding.verdict.category is Category.GPU_HARDWARE
+    assert finding.verdict.implicated.nodes == ("n2",)
+    assert finding.verdict.root_cause is not None
+    assert finding.verdict.root_cause.evidence is EvidenceSource.KERNEL_LOG
+    assert finding.anomaly.detected_at == t + 0.1
+    assert engine.evaluate(t + 2.0) == []  # reported once
+
+
+def test_xid_on_another_node_is_not_this_jobs_problem() -> None:
+    engine = _engine()
+    _running(engine, 0.0)
+    t = _progress(engine, 1.0, range(1, 40))
+    kernel = LogLine(t, XID79, EvidenceSource.KERNEL_LOG, "kern.log", 1, node="n4")
+    engine.observe(kernel, t)
+    assert engine.evaluate(t + 1.0) == []
+
+
+def test_no_progress_is_a_hang_with_unknown_cause() -> None:
+    engine = _engine()
+    _running(engine, 0.0)
+    t = _progress(engine, 1.0, range(1, 40))
+    assert engine.evaluate(t + 3.0) == []
+    (finding,) = engine.evaluate(t + 6.0) or engine.evaluate(t + 6.6)
+    assert finding.verdict.kind is Kind.HANG
+    assert finding.verdict.category is Category.UNKNOWN
+
+
+def test_lines_of_an_earlier_attempt_are_not_evidence() -> None:
+    engine = _engine()
+    _running(engine, 0.0, attempt=1)
+    app = EvidenceSource.APP_LOG
+    old = [
+        "=== trainmedic attempt=0 job=j",
+        "[rank1]: KeyError: 'decoder.layers.12.weight'",
+    ]
+    for n, text in enumerate(old, 1):
+        engine.observe(LogLine(1.0, text, app, "job.out", n, job_id="j"), 1.0)
+    _progress(engine, 2.0, range(1, 30))
+    assert engine.evaluate(6.0) == []
+
+
+def test_node_down_after_the_scheduler_requeued_the_job_is_node_hardware() -> None:
+    engine = _engine()
+    _running(engine, 0.0)
+    t = _progress(engine, 1.0, range(1, 40))
+    # Slurm requeues a --requeue job itself: the dead node is gone from the job already.
+    engine.observe(JobStatus(t + 0.1, "j", JobState.PENDING, (), 1), t + 0.1)
+    engine.observe(NodeStatus(t + 0.1, "n2", NodeState.DOWN, "test"), t + 0.1)
+    engine.observe(NodeStatus(t + 0.3, "n2", NodeState.DOWN, "test"), t + 0.3)  # no news
+    (finding,) = engine.evaluate(t + 1.0)
+    assert finding.attempt == 0
+    assert finding.verdict.category is Category.NODE_HARDWARE
+    assert finding.verdict.implicated.nodes == ("n2",)
+    assert engine.evaluate(t + 2.0) == []
