@@ -53,6 +53,13 @@ def test_healthy_lines_produce_no_primary_hits() -> None:
         assert [h for h in matcher.match(line) if h.signature.role is Role.PRIMARY] == [], line
 
 
+def test_catalogue_healthy_lines_produce_no_primary_hits() -> None:
+    matcher = default_matcher()
+    assert len(matcher.catalogue.healthy_lines) >= 20
+    for line in matcher.catalogue.healthy_lines:
+        assert [h for h in matcher.match(line) if h.signature.role is Role.PRIMARY] == [], line
+
+
 def test_known_errors_hit() -> None:
     matcher = default_matcher()
     for line in ERRORS:
@@ -78,7 +85,7 @@ def _mutations(rng: random.Random, base: list[str], n: int) -> list[str]:
 def test_prefilter_gives_same_hits_as_naive_scan() -> None:
     matcher = default_matcher()
     examples = [e for s in matcher.catalogue.signatures for e in (*s.examples, *s.counter_examples)]
-    base = HEALTHY + ERRORS + examples
+    base = HEALTHY + ERRORS + examples + list(matcher.catalogue.healthy_lines)
     rng = random.Random(20260101)
     for line in base + _mutations(rng, base, 3000):
         assert matcher.match(line) == matcher.match_naive(line), line

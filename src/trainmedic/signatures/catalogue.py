@@ -77,7 +77,8 @@ _SIGNATURE_KEYS = frozenset(
 )
 _REQUIRED_SIGNATURE_KEYS = _SIGNATURE_KEYS - {"counter_examples"}
 _XID_KEYS = frozenset({"codes", "name", "category", "kind", "role", "action_hint", "strong"})
-_TOP_KEYS = frozenset({"anchors", "signature", "xid", "xid_default"})
+_TOP_KEYS = frozenset({"signature", "xid", "xid_default", "healthy_lines"})
+_REQUIRED_TOP_KEYS = _TOP_KEYS - {"healthy_lines"}
 _E = TypeVar("_E", Category, Kind, Role, ActionHint)
 _ID_SHAPE = re.compile(r"^[a-z0-9_]+(?:\.[a-z0-9_]+)+$")
 
@@ -114,16 +115,13 @@ class XidRule:
 
 @dataclass(frozen=True, slots=True)
 class Catalogue:
-    """The loaded catalogue: signatures in file order, the Xid table and the prefilter anchors.
-
-    ``anchors`` are short literals; every keyword contains at least one, so a line holding no
-    anchor can match no signature (the matcher's first, cheapest test).
-    """
+    """The loaded catalogue: signatures in file order, the Xid table, and ``healthy_lines``:
+    text typical of healthy logs (the matcher keeps its prefilter anchors out of it)."""
 
     signatures: tuple[Signature, ...]
     xid_rules: tuple[XidRule, ...]
     xid_default: XidRule
-    anchors: tuple[str, ...]
+    healthy_lines: tuple[str, ...] = ()
 
     def by_id(self, signature_id: str) -> Signature:
         for signature in self.signatures:
@@ -162,12 +160,9 @@ def parse_catalogue(text: str, origin: str) -> Catalogue:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{origin}: invalid TOML: {exc}") from exc
-    _check_keys(data, _TOP_KEYS, _TOP_KEYS, origin)
-    anchors = tuple(_str_list(data, "anchors", origin))
-    if not all(anchor.strip("0123456789") for anchor in anchors):
-        raise ConfigError(f"{origin}: anchors must hold a character other than a digit")
+    _check_keys(data, _TOP_KEYS, _REQUIRED_TOP_KEYS, origin)
     signatures = tuple(
-        _parse_signature(entry, f"{origin}: signature #{i + 1}", anchors)
+        _parse_signature(entry, f"{origin}: signature #{i + 1}")
         for i, entry in enumerate(_table_list(data, "signature", origin))
     )
     seen: set[str] = set()
@@ -186,10 +181,11 @@ def parse_catalogue(text: str, origin: str) -> Catalogue:
     if not isinstance(default, dict):
         raise ConfigError(f"{origin}: xid_default must be a table")
     xid_default = _parse_xid(default, f"{origin}: xid_default", with_codes=False)
-    return Catalogue(signatures, xid_rules, xid_default, anchors)
+    healthy = tuple(_str_list(data, "healthy_lines", origin, required=False))
+    return Catalogue(signatures, xid_rules, xid_default, healthy)
 
 
-def _parse_signature(entry: dict[str, Any], where: str, anchors: tuple[str, ...]) -> Signature:
+def _parse_signature(entry: dict[str, Any], where: str) -> Signature:
     sig_id = entry.get("id")
     if isinstance(sig_id, str):
         where = f"{where} ({sig_id})"
@@ -204,8 +200,9 @@ def _parse_signature(entry: dict[str, Any], where: str, anchors: tuple[str, ...]
     for pattern in patterns:
         _check_pattern(pattern, where)
     for keyword in keywords:
-        if not any(anchor in keyword for anchor in anchors):
-            raise ConfigError(f"{where}: keyword {keyword!r} contains none of the anchors")
+        # The matcher compares keywords with digits deleted (see matcher.py): keep some text.
+        if not keyword.strip("0123456789 "):
+            raise ConfigError(f"{where}: keyword {keyword!r} needs a character other than digits")
     strong = entry["strong"]
     description = entry["description"]
     if not isinstance(strong, bool) or not isinstance(description, str):

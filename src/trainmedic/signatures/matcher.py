@@ -5,12 +5,12 @@ lines that could match:
 
 0. a memo keyed by the line's shape (digits deleted) answers for lines seen before in all
    but their numbers, which in a training log is nearly every line (see ``Matcher``);
-1. one regex over the catalogue's *anchors* (short literals, compiled as a trie) rejects
-   most other healthy lines in a single C-level scan;
+1. *anchors*, short pieces of the keywords chosen in prefilter.py, reject most other healthy
+   lines with one regex scan and a few ``in`` tests;
 2. on the lines that pass, the anchors found select the keywords to test with ``in``, and the
    keywords select the signatures whose regexes are tried.
 
-Every keyword contains an anchor (the loader checks), and every line a signature matches
+Every keyword contains an anchor (by construction), and every line a signature matches
 contains one of its keywords (the tests check), so the prefilter never loses a hit; the
 tests also compare it with :meth:`Matcher.match_naive`, which tries every regex.
 """
@@ -24,13 +24,13 @@ from dataclasses import dataclass
 
 from trainmedic.model import Event, EvidenceSource, LinePrefix
 from trainmedic.signatures.catalogue import Catalogue, Signature, load_catalogue
+from trainmedic.signatures.prefilter import choose_anchors, trie_pattern
 
-_Trie = dict[str, "_Trie"]
+_PCI = re.compile(r"(?:[0-9a-fA-F]{4,8}:)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.[0-7])?")
 _DIGITS = b"0123456789"
 _DIGITS_TABLE = str.maketrans("", "", "0123456789")
 _MEMO_SIZE = 1 << 14  # shapes remembered; a log has a few hundred in practice
 _MEMO_MAX_LINE = 4096  # longer lines skip the memo (rare, and costly to keep as keys)
-_PCI = re.compile(r"(?:[0-9a-fA-F]{4,8}:)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.[0-7])?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +69,9 @@ class Matcher:
         for index, signature in enumerate(catalogue.signatures):
             for keyword in signature.keywords:
                 keyword_sigs.setdefault(_strip_digits(keyword), set()).add(index)
-        anchors = sorted({_strip_digits(anchor) for anchor in catalogue.anchors})
-        self._gate = re.compile(_trie_pattern(anchors)).search
+        anchors = choose_anchors(keyword_sigs, "\n".join(catalogue.healthy_lines))
+        self._gate = re.compile(trie_pattern(anchors.scanned) if anchors.scanned else "(?!)").search
+        self._checked = anchors.checked
         # Each keyword is filed under every anchor it contains: the gate reports the shortest
         # anchor starting at each position, which is then still one of the keyword's anchors.
         self._by_anchor: dict[str, tuple[tuple[str, frozenset[int]], ...]] = {
@@ -79,7 +80,7 @@ class Matcher:
                 for keyword, sigs in keyword_sigs.items()
                 if anchor in keyword
             )
-            for anchor in anchors
+            for anchor in anchors.scanned + anchors.checked
         }
         self._memo: dict[bytes, tuple[int, ...]] = {}
 
@@ -103,12 +104,14 @@ class Matcher:
 
     def _candidates(self, shape: str) -> tuple[int, ...]:
         """Indices of the signatures with a keyword in ``shape`` (a digit-free line)."""
-        gate = self._gate
+        gate, by_anchor = self._gate, self._by_anchor
         found = gate(shape)
-        if found is None:
-            return ()
         candidates: set[int] = set()
-        by_anchor = self._by_anchor
+        for anchor in self._checked:
+            if anchor in shape:
+                for keyword, sigs in by_anchor[anchor]:
+                    if keyword in shape:
+                        candidates.update(sigs)
         while found is not None:
             for keyword, sigs in by_anchor[found.group()]:
                 if keyword in shape:
@@ -199,23 +202,3 @@ def _to_int(value: str | None) -> int | None:
         return int(value)
     except ValueError:
         return None
-
-
-def _trie_pattern(words: Iterable[str]) -> str:
-    """An alternation of ``words`` factored by common prefix. A word that is a prefix of another
-    ends the branch (the gate needs to know that some anchor starts here, not which is longest),
-    and factoring keeps the engine from retrying every word at every position."""
-    trie: _Trie = {}
-    for word in words:
-        node = trie
-        for char in word:
-            node = node.setdefault(char, {})
-        node[""] = {}
-    return _trie_node(trie)
-
-
-def _trie_node(node: _Trie) -> str:
-    if "" in node:
-        return ""
-    branches = [re.escape(char) + _trie_node(node[char]) for char in sorted(node)]
-    return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
