@@ -110,14 +110,16 @@ def test_sigkill_fails_fast_and_peers_see_connection_closed(tmp_path: Path) -> N
     write_faults(
         tmp_path, {"id": "k1", "type": "sigkill", "node": "node2", "rank": 3, "at_iter": 15}
     )
-    start = time.monotonic()
     codes, out = run_job(tmp_path, iters=400)
+    exited = time.time()
     assert all(code != 0 for code in codes), out
-    assert time.monotonic() - start < 30
     assert re.search(r"Connection (closed|reset) by peer", out), out
     assert max(it for _, _, it, *_ in progress(out)) < 20
     fired = json.loads((tmp_path / "faults.fired" / "k1").read_text())
     assert (fired["node"], fired["rank"], fired["iteration"]) == ("node2", 3, 15)
+    # Both torchruns end soon after the kill (about 1 s on an idle machine; the bound is
+    # loose because CI machines are shared).
+    assert exited - fired["time"] < 15
 
 
 def test_xid79_writes_that_nodes_kernel_log_and_dies(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import socket
 import time
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -28,6 +29,11 @@ def init_distributed(timeout_s: float) -> None:
     """gloo process group. Under torchrun's agent store, use a key prefix per restart: with
     torch 2.13 restarted workers otherwise read the previous round's stale addresses."""
     timeout = timedelta(seconds=timeout_s)
+    if "RANK" not in os.environ:  # run without torchrun: a world of one
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0", WORLD_SIZE="1")
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true":
         restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
         base = TCPStore(

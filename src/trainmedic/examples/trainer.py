@@ -15,8 +15,16 @@ Rank 0 checkpoints every
 ``trainmedic.examples.rank_log``; fault injection: ``trainmedic.examples.faults``.
 
 Environment: TRAINMEDIC_NODE (else SLURMD_NODENAME, else the hostname), TRAINMEDIC_ATTEMPT
-(else SLURM_RESTART_COUNT, else 0), TRAINMEDIC_KERNEL_LOG (where hardware faults write),
-TRAINMEDIC_FAULTS (fault JSON). Exit status: 0 done, 1 failure (NaN loss, error, fault).
+(else SLURM_RESTART_COUNT, else 0), TRAINMEDIC_KERNEL_LOG (where hardware faults append;
+default RUN/kern-<node>.log), TRAINMEDIC_FAULTS (fault JSON). Without torchrun it runs as a
+world of one. Exit status: 0 done, 1 failure (NaN loss, error, fault).
+
+Lines, besides progress: ``trainer start attempt=A node=N world_size=W``, ``resumed from
+checkpoint iter=N`` (the next iteration is N + 1), ``checkpoint begin iter=N``, ``checkpoint
+saved iter=N path=P``, ``loss is nan at iter=N``, ``training done iter=N``, and tracebacks
+(every line prefixed). ``--ckpt-delay`` stretches checkpoint writes to test that a watcher
+does not call a checkpoint a hang; ``--comm-timeout`` bounds how long peers of a hung rank
+wait before gloo's ``Timed out waiting ...ms`` error.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
+from trainmedic.examples.faults import parse_faults
 from trainmedic.examples.rank_log import RankLog
 
 
@@ -101,6 +110,11 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     jsonl_dir = args.run_dir / "progress" if args.progress_jsonl else None
     log = RankLog(env.rank, env.node, jsonl_dir=jsonl_dir)
     log.line(f"trainer start attempt={env.attempt} node={env.node} world_size={env.world_size}")
+    try:
+        parse_faults(env.faults_json, "TRAINMEDIC_FAULTS")
+    except ValueError as exc:
+        log.line(f"ERROR: {exc}")
+        os._exit(2)
     status = 1
     try:
         # torch is imported only now, so the start line shows when the process began.

@@ -46,8 +46,7 @@ from trainmedic.schedulers.base import (
     ClusterSnapshot,
     JobInfo,
     JobState,
-    NodeInfo,
-    NodeState,
+    SchedulerAdapter,
 )
 from trainmedic.schedulers.local_procs import LaunchTable
 from trainmedic.schedulers.local_state import (
@@ -57,7 +56,9 @@ from trainmedic.schedulers.local_state import (
     LocalJobSpec,
     NodeRecord,
     choose_nodes,
+    job_info,
     launch_outcome,
+    node_infos,
     relax_exclusions,
     state_from_json,
     state_to_json,
@@ -184,8 +185,8 @@ class LocalScheduler:
             with self._transaction() as state:
                 for job_id in list(state.jobs):
                     state = self._reconcile(state, state.jobs[job_id])
-                jobs = tuple(self._info(state.jobs[j]) for j in job_ids if j in state.jobs)
-                return ClusterSnapshot(time=now, jobs=jobs, nodes=self._node_infos(state))
+                jobs = tuple(job_info(state.jobs[j]) for j in job_ids if j in state.jobs)
+                return ClusterSnapshot(time=now, jobs=jobs, nodes=node_infos(state))
         # poll never raises: a failed look is "unknown", not a verdict.
         except (SchedulerError, OSError) as exc:
             return ClusterSnapshot(time=now, stale=True, error=str(exc))
@@ -194,36 +195,7 @@ class LocalScheduler:
         """The job's current view (reconciled first)."""
         with self._transaction() as state:
             state = self._reconcile(state, self._job(state, job_id))
-            return self._info(state.jobs[job_id])
-
-    def _info(self, job: JobRecord) -> JobInfo:
-        return JobInfo(
-            job_id=job.job_id,
-            state=job.state,
-            name=job.spec.name,
-            nodes=job.nodes,
-            attempt=job.attempt,
-            excluded_nodes=job.excluded,
-            held=job.held,
-            reason=job.reason,
-            exit_code=job.exit_code,
-            stdout_path=str(Path(job.spec.run_dir) / "job.out"),
-            stderr_path=str(Path(job.spec.run_dir) / "job.out"),
-            partition="local",
-        )
-
-    @staticmethod
-    def _node_infos(state: ClusterState) -> tuple[NodeInfo, ...]:
-        busy = state.busy_nodes()
-        return tuple(
-            NodeInfo(
-                name=n.name,
-                state=NodeState.ALLOCATED if n.name in busy else NodeState.IDLE,
-                drain=n.drain,
-                reason=n.reason,
-            )
-            for n in state.nodes
-        )
+            return job_info(state.jobs[job_id])
 
     def _reconcile(self, state: ClusterState, job: JobRecord) -> ClusterState:
         if job.stale:
@@ -451,3 +423,8 @@ class LocalScheduler:
         if cancel_jobs:
             for job_id in job_ids:
                 self.cancel(job_id, "shutdown")
+
+
+def _conforms(scheduler: LocalScheduler) -> SchedulerAdapter:
+    """Never called: mypy checks here that LocalScheduler satisfies the Protocol."""
+    return scheduler

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainmedic.schedulers.base import JobState
+from trainmedic.schedulers.base import JobInfo, JobState, NodeInfo, NodeState
 
 STATE_VERSION = 1
 
@@ -134,6 +134,38 @@ def launch_outcome(exit_codes: Sequence[int | None], alive: Sequence[bool]) -> J
     if all(code == 0 for code in exit_codes):
         return JobState.COMPLETED
     return JobState.RUNNING
+
+
+def job_info(job: JobRecord) -> JobInfo:
+    """The scheduler-neutral view of a job record (stdout and stderr share job.out)."""
+    out = str(Path(job.spec.run_dir) / "job.out")
+    return JobInfo(
+        job_id=job.job_id,
+        state=job.state,
+        name=job.spec.name,
+        nodes=job.nodes,
+        attempt=job.attempt,
+        excluded_nodes=job.excluded,
+        held=job.held,
+        reason=job.reason,
+        exit_code=job.exit_code,
+        stdout_path=out,
+        stderr_path=out,
+        partition="local",
+    )
+
+
+def node_infos(state: ClusterState) -> tuple[NodeInfo, ...]:
+    busy = state.busy_nodes()
+    return tuple(
+        NodeInfo(
+            name=n.name,
+            state=NodeState.ALLOCATED if n.name in busy else NodeState.IDLE,
+            drain=n.drain,
+            reason=n.reason,
+        )
+        for n in state.nodes
+    )
 
 
 # -- persistence ----------------------------------------------------------------------------
