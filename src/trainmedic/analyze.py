@@ -119,12 +119,14 @@ def analyze_path(path: str | Path, limits: ScanLimits | None = None) -> Analysis
 def _combine(source: str, scans: list[FileScan], skipped: tuple[str, ...]) -> AnalysisResult:
     events: list[Event] = []
     neighbours: dict[Event, str] = {}
+    progress_after: dict[Event, int] = {}
     windows: dict[Event, tuple[tuple[int, str], ...]] = {}
     ranks: set[int] = set()
     failures: list[ChildFailure] = []
     for scan in scans:
         events.extend(scan.events)
         neighbours.update(scan.neighbours)
+        progress_after.update(scan.progress_after)
         windows.update(scan.windows)
         ranks.update(scan.ranks_seen)
         failures.extend(scan.child_failures)
@@ -134,6 +136,7 @@ def _combine(source: str, scans: list[FileScan], skipped: tuple[str, ...]) -> An
         child_failures=tuple(failures),
         ranks_seen=frozenset(ranks),
         neighbours=neighbours,
+        progress_after=progress_after,
     )
     verdict = attribute(events, facts=facts)
     return AnalysisResult(

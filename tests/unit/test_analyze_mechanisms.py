@@ -81,3 +81,14 @@ def test_terminal_wrapped_timeout_is_rejoined(tmp_path: Path) -> None:
     verdict = analyze_path(path).verdict
     # SeqNum=7 sits on the continuation line: only the re-joined line knows it is setup.
     assert verdict.category == "application", verdict.basis
+
+
+def test_a_warning_the_job_trained_past_is_no_failure(tmp_path: Path) -> None:
+    lines = [
+        "gpu0:311:311 [0] NCCL WARN Cuda failure 'peer access is not supported between "
+        "these two devices'"
+    ]
+    lines += [f"node=n1 iter={i} loss=0.5 step_s=0.1" for i in range(40)]
+    path = tmp_path / "ok.log"
+    path.write_text("\n".join(lines) + "\n")
+    assert not analyze_path(path).verdict.failure

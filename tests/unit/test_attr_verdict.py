@@ -194,3 +194,34 @@ def test_strong_hardware_context_alone_still_counts() -> None:
     )
     v = attribute([xid45])
     assert v.category is Category.GPU_HARDWARE and v.confidence <= 0.6
+
+
+def test_first_collective_never_completing_is_the_platform() -> None:
+    v = attribute([timeout(5, 0, 1), timeout(6, 1, 1)], facts=JobFacts(progress=ProgressSummary()))
+    assert v.category is Category.SYSTEM_SOFTWARE and v.kind is Kind.HANG
+
+
+def test_error_the_job_survived_is_not_the_cause() -> None:
+    warning = ev("nccl.p2p", 3, "NCCL WARN Cuda failure 'peer access is not supported'")
+    later = timeout(900, 0, 5000)
+    facts = JobFacts(progress_after={warning: 500, later: 0})
+    v = attribute([warning, later], facts=facts)
+    assert v.root_cause is None or v.root_cause.signature != "nccl.p2p"
+    assert v.category is Category.UNKNOWN
+    assert not attribute([warning], facts=JobFacts(progress_after={warning: 500})).failure
+    assert attribute([warning], facts=JobFacts(progress_after={warning: 2})).failure
+
+
+def test_kernel_noise_does_not_outrank_an_application_error() -> None:
+    oom = ev(
+        "cuda.oom", 5, "torch.OutOfMemoryError: CUDA out of memory.", category=Category.APPLICATION
+    )
+    aer = ev(
+        "pcie.aer_nonfatal",
+        1,
+        "pcieport 0000:00:01.0: AER: Uncorrected (Non-Fatal) error received",
+        category=Category.NODE_HARDWARE,
+        evidence=EvidenceSource.KERNEL_LOG,
+        source="kern.log",
+    )
+    assert attribute([oom, aer]).category is Category.APPLICATION

@@ -37,3 +37,5 @@ class JobFacts:
     # Text around each event (its neighbours and, for a traceback's exception line, the frames):
     # context rules read it to tell a checkpoint write from an NCCL shm segment.
     neighbours: Mapping[Event, str] = field(default_factory=dict)
+    # Progress lines the same file printed after each event (absent: unknown).
+    progress_after: Mapping[Event, int] = field(default_factory=dict)

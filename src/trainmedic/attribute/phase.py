@@ -7,6 +7,8 @@ nothing at all), so each verdict here is of low confidence:
   training step was ever reported: the ranks parted ways during setup (one rank raised, or
   loads/prepares something alone) and the rest waited until the watchdog fired. The job's
   own code, not the fabric.
+  When not even the first collective completed, the transport never worked instead: the
+  platform's configuration (as for silence after init, below).
 * **solo phase outlasted the timeout**: the last thing printed is a non-training progress bar
   (dataset preparation, tokenising, evaluation set) that had run for many minutes when the job
   was torn down: one rank worked alone while the others sat in a collective until the
@@ -56,6 +58,14 @@ def setup_divergence(
     known = [p for p in positions if p is not None]
     if not known or len(known) != len(positions) or max(known) >= SETUP_COLLECTIVES:
         return None
+    if max(known) <= 0:
+        return PhaseFinding(
+            Category.SYSTEM_SOFTWARE,
+            Kind.HANG,
+            0.3,
+            "the very first collective never completed: the transport between the GPUs never "
+            "worked (peer-to-peer blocked by PCI ACS / IOMMU, or the wrong network interface)",
+        )
     return PhaseFinding(
         Category.APPLICATION,
         Kind.HANG,

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from trainmedic.attribute.culprit import Culprit, find_culprit, first_real_failure
 from trainmedic.attribute.facts import JobFacts
@@ -40,6 +40,7 @@ from trainmedic.model import (
 HARDWARE_LAG_S = 60.0
 """A kernel hardware event up to this much later than an app error still explains it."""
 
+_EXPLAINABLE = frozenset({Category.UNKNOWN, Category.SYSTEM_SOFTWARE})
 _NOT_GPU = frozenset({Category.NODE_HARDWARE, Category.NETWORK_HARDWARE})
 _SYMPTOM = re.compile(r"(?i)cuda|nccl|cublas|cudnn|nvml|gpu|xid|device|bus error|sigbus")
 _TIMEOUT = re.compile(r"(?i)timed? ?out|timeout|watchdog")
@@ -62,7 +63,9 @@ def _earliest(candidates: Sequence[Event], order: dict[int, int]) -> Event:
 
 
 def _hardware_outranks(hw: Event, root: Event) -> bool:
-    if root.category.is_hardware() or not _SYMPTOM.search(root.text):
+    # Only a generic GPU/communication failure is a symptom hardware can explain; the job's own
+    # errors (OOM, asserts, exceptions: category application) stand on their own.
+    if root.category not in _EXPLAINABLE or not _SYMPTOM.search(root.text):
         return False
     if hw.timestamp is not None and root.timestamp is not None:
         return hw.timestamp <= root.timestamp + HARDWARE_LAG_S
@@ -106,6 +109,18 @@ def choose_root(primaries: Sequence[Event], events: Sequence[Event]) -> Event:
     return root
 
 
+SURVIVED_REPORTS = 20
+"""An app-log error followed by this many progress lines in its file did not stop the job."""
+
+
+def _survived(event: Event, progress_after: Mapping[Event, int]) -> bool:
+    """Training went on after ``event`` (a warning-like error, a retried worker): not a cause.
+    Kernel evidence never counts as survived: other ranks may print steps after a GPU dies."""
+    if event.evidence is not EvidenceSource.APP_LOG or event.category.is_hardware():
+        return False
+    return progress_after.get(event, 0) >= SURVIVED_REPORTS
+
+
 def _base_confidence(root: Event) -> float:
     if root.category.is_hardware():
         if root.strong and root.evidence.is_system():
@@ -145,7 +160,9 @@ def _noise(events: Sequence[Event], root: Event | None) -> tuple[Event, ...]:
 def attribute(events: Sequence[Event], *, facts: JobFacts | None = None) -> Verdict:
     """One verdict for one job attempt (or one analysed input)."""
     facts = facts or JobFacts()
-    primaries = [e for e in events if e.role is Role.PRIMARY]
+    primaries = [
+        e for e in events if e.role is Role.PRIMARY and not _survived(e, facts.progress_after)
+    ]
     cascades = [e for e in events if e.role is Role.CASCADE]
     if primaries:
         return _from_root(choose_root(primaries, events), events, facts)

@@ -55,6 +55,8 @@ class FileScan:
     progress: ProgressSummary = field(default_factory=ProgressSummary)
     child_failures: tuple[ChildFailure, ...] = ()
     ranks_seen: frozenset[int] = frozenset()
+    # progress lines printed in this file after each event: a job that kept training survived it
+    progress_after: dict[Event, int] = field(default_factory=dict)
 
 
 class _Pending:
@@ -114,6 +116,8 @@ class _Collector:
         self.pending: list[_Pending] = []
         self.done: list[_Pending] = []
         self.ranks: set[int] = set() if self.file_rank is None else {self.file_rank}
+        self.reports_at: list[int] = []  # progress reports seen when each event was found
+        self.reports_now = 0
 
     def add(
         self,
@@ -150,12 +154,15 @@ class _Collector:
             if event.rank is None and self.file_rank is not None:
                 event = replace(event, rank=self.file_rank)
             self.events.append(event)
+            self.reports_at.append(self.reports_now)
             if len(self.done) + len(self.pending) < self.limits.max_windows:
                 self.pending.append(_Pending(event, line_no, before, frames))
 
     def drop_line(self, line_no: int) -> None:
         """Forget the events of ``line_no`` (it is about to be matched again, joined)."""
-        self.events = [e for e in self.events if e.line != line_no]
+        keep = [i for i, e in enumerate(self.events) if e.line != line_no]
+        self.events = [self.events[i] for i in keep]
+        self.reports_at = [self.reports_at[i] for i in keep]
         self.pending = [p for p in self.pending if p.line != line_no]
 
     def neighbour(self, line_no: int, text: str) -> None:
@@ -221,6 +228,7 @@ def scan_lines(
         width = len(text)
         if width >= WRAP_MIN:
             widths[width] = widths.get(width, 0) + 1
+        out.reports_now = progress.reports
         if (
             len(prev) >= WRAP_MIN
             and text[:1].isalnum()
@@ -243,6 +251,7 @@ def scan_lines(
     if tail is not None:
         child.append(tail)
     neighbours, windows = out.windows()
+    total = progress.reports
     return FileScan(
         path=path,
         lines=line_no,
@@ -252,6 +261,7 @@ def scan_lines(
         progress=progress.summary(),
         child_failures=tuple(child),
         ranks_seen=frozenset(out.ranks),
+        progress_after={e: total - at for e, at in zip(out.events, out.reports_at, strict=True)},
     )
 
 
