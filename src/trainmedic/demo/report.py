@@ -43,6 +43,7 @@ class IncidentReport:
     exclude_nodes: tuple[str, ...]
     root_cause: str
     basis: str
+    detection_basis: str
 
     def as_json(self) -> dict[str, Any]:
         data = {f: getattr(self, f) for f in self.__slots__}
@@ -86,6 +87,7 @@ def report_entry(
         exclude_nodes=advice.exclude_nodes,
         root_cause=f"{root.signature}: {root.text[:160]}" if root else "",
         basis=advice.basis,
+        detection_basis=incident.basis,
     )
 
 
