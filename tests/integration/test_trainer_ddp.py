@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.schedulers.local_launch import free_port, torchrun_argv
+from trainmedic.schedulers.local_launch import free_port, pid_alive, torchrun_argv
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -160,3 +160,44 @@ def test_slow_rank_raises_own_compute_and_peers_wait(tmp_path: Path) -> None:
     assert slow[len(slow) // 2] >= 0.05
     assert fast_compute[len(fast_compute) // 2] < 0.02
     assert fast_wait[len(fast_wait) // 2] > 0.03
+
+
+def test_workers_stop_when_torchrun_is_killed(tmp_path: Path) -> None:
+    """SIGKILL of torchrun leaves its workers (own sessions) behind; they must stop."""
+    env = dict(os.environ, TRAINMEDIC_NODE="node1", OMP_NUM_THREADS="1")
+    command = [
+        "-m",
+        "trainmedic.examples.trainer",
+        "--run-dir",
+        str(tmp_path),
+        "--iters",
+        "1000000",
+    ]
+    argv = torchrun_argv(1, 0, 2, free_port(), command, python=sys.executable)
+    out = tmp_path / "out"
+    with open(out, "wb") as handle:
+        launcher = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while " iter=5 " not in out.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        workers = [
+            int(p) for p in os.listdir("/proc") if p.isdigit() and _child_of(int(p), launcher.pid)
+        ]
+        assert len(workers) == 2
+    finally:
+        launcher.kill()
+        launcher.wait()
+    deadline = time.monotonic() + 10
+    while any(pid_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(pid_alive(pid) for pid in workers)
+    assert "launcher process" in out.read_text()
+
+
+def _child_of(pid: int, parent: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return int(stat[stat.rfind(b")") + 2 :].split()[1]) == parent

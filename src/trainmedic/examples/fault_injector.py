@@ -154,8 +154,12 @@ class FaultInjector:
         if kind is FaultType.SIGKILL:
             os.kill(os.getpid(), signal.SIGKILL)
         if kind is FaultType.HANG:
-            while True:  # stuck before the collective: the peers block in allreduce
-                time.sleep(3600)
+            parent = os.getppid()
+            # Stuck before the collective: the peers block in allreduce. Only the launcher's
+            # death ends it, so a killed torchrun leaves no orphan spinning here.
+            while os.getppid() == parent:
+                time.sleep(0.5)
+            os._exit(1)
         if kind is FaultType.EXIT:
             pid = os.getpid() + 1
             self._log.line(f"RuntimeError: DataLoader worker (pid(s) {pid}) exited unexpectedly")

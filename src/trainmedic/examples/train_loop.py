@@ -136,7 +136,13 @@ def train(args: argparse.Namespace, env: WorkerEnv, log: RankLog) -> int:
         log.line(f"resumed from checkpoint iter={start}")
     world = float(env.world_size)
     last_end = time.perf_counter()
+    launcher = os.getppid()
     for iteration in range(start + 1, args.iters + 1):
+        if os.getppid() != launcher:
+            # torchrun was killed (SIGKILL leaves workers running in their own sessions):
+            # stop rather than train on as an orphan.
+            log.line(f"launcher process {launcher} is gone; stopping at iter={iteration}")
+            return 1
         injector.refresh()
         effects = injector.step_effects(iteration)
         x, y = synthetic_batch(args.seed, iteration, env.rank, args.batch_size)
