@@ -125,3 +125,13 @@ def test_directory_with_an_unreadable_file_keeps_the_rest(tmp_path: Path) -> Non
     r = analyze_path(job)
     assert r.verdict.category == "storage"
     assert len(r.skipped) == 1 and "mem.log" in r.skipped[0]
+
+
+def test_ansi_colours_are_stripped(tmp_path: Path) -> None:
+    path = tmp_path / "colour.log"
+    path.write_bytes(
+        b"\x1b[31mRuntimeError: CUDA error: uncorrectable ECC error encountered\x1b[0m\n"
+    )
+    r = analyze_path(path)
+    assert r.verdict.category == "gpu_hardware"
+    assert r.verdict.root_cause is not None and "\x1b" not in r.verdict.root_cause.text

@@ -89,3 +89,17 @@ def test_ucx_prefix_names_host() -> None:
 def test_full_date_year() -> None:
     assert full_date_year("[rank0]:2026-03-07 04:58:42,954 INFO x") == 2026
     assert full_date_year("Mar  7 04:58:42 host kernel: x") is None
+
+
+def test_ray_worker_and_dateless_glog() -> None:
+    line = (
+        "(RayWorkerWrapper pid=4009, ip=10.0.0.5) [rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] x"
+    )
+    p = parse_prefix(line)
+    assert (p.rank, p.node) == (1, "10.0.0.5")
+    assert body(line) == "[Rank 1] x"
+
+
+def test_counter_before_rank_prefix() -> None:
+    p = parse_prefix("[80746] [rank4]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] boom")
+    assert p.rank == 4

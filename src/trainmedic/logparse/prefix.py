@@ -2,7 +2,8 @@
 
 Launchers and loggers stack prefixes in front of a message, e.g.
 ``[rank1]:[E307 05:30:20.036611330 ProcessGroupNCCL.cpp:744] [Rank 1] ...`` or
-``3: node7:1234:1290 [3] NCCL INFO ...`` or ``Mar  7 04:58:42 gpu12 kernel: NVRM: Xid ...``.
+``3: node7:1234:1290 [3] NCCL INFO ...``, ``(RayWorkerWrapper pid=4009, ip=10.0.0.5) [rank1]:...``
+or ``Mar  7 04:58:42 gpu12 kernel: NVRM: Xid ...``.
 ``parse_prefix`` peels them off one by one and returns rank, node, timestamp and where the
 message starts.
 
@@ -49,6 +50,9 @@ _DMESG = re.compile(r"\[\s*\+?\d+\.\d+\]\s*")
 _GLOG = re.compile(
     r"\[?([IWEF])(\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?[ \d]*(?:[\w./-]+:\d+)?\]\s*"
 )
+_GLOG_NODATE = re.compile(r"\[([IWEF]) [\w./-]+:\d+\]\s*")
+_RAY = re.compile(r"\((?:\w+ )?pid=\d+(?:, ip=([\d.]+))?\)\s*")
+_BARE_NUMBER = re.compile(r"\[\d+\]\s+(?=\[)")  # a line or pid counter before [rankN]
 _NCCL = re.compile(r"([\w.-]+):(\d+):(\d+) \[(\d+)\] ")
 _UCX = re.compile(r"\[([\w.-]+):(\d+) *:\d+:\d+\] ")
 _KERNEL_TAG = re.compile(r"kernel: ")
@@ -129,6 +133,15 @@ def parse_prefix(line: str, year: int = REFERENCE_YEAR) -> LinePrefix:
             pos = m.end()
             continue
         m = _NCCL.match(line, pos)
+        if m:
+            node = node or m.group(1)
+            pos = m.end()
+            continue
+        m = _GLOG_NODATE.match(line, pos) or _BARE_NUMBER.match(line, pos)
+        if m:
+            pos = m.end()
+            continue
+        m = _RAY.match(line, pos)
         if m:
             node = node or m.group(1)
             pos = m.end()

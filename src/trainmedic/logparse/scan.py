@@ -30,6 +30,7 @@ from trainmedic.signatures.matcher import Hit, Matcher, default_matcher
 _KERNEL_FILE = re.compile(
     r"(?i)(?:^|[._-])(?:kern|kernel|dmesg|syslog|messages|journal)(?:[._-]|$)"
 )
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]")
 _KERNEL_PREFIX = re.compile(r"kernel: |^\s*\[\s*\d+\.\d+\]")
 _KERNEL_BODY = ("NVRM:", "pcieport", "mlx5_core", "EDAC", "mce:", "nvidia-nvswitch")
 _RANK_FILE = re.compile(r"(?i)(?:rank|default|worker|proc)[._-]?(\d{1,5})(?:\D|$)")
@@ -210,6 +211,8 @@ def scan_lines(
         text = raw.decode("utf-8", "replace").rstrip("\r\n")
         if "\x00" in text:
             text = text.replace("\x00", "")
+        if "\x1b" in text:
+            text = _ANSI.sub("", text)
         if out.pending:
             out.neighbour(line_no, text)
         frames = ""
