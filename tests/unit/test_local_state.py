@@ -113,3 +113,35 @@ def test_job_waits_when_nodes_are_drained_and_errors_are_scheduler_errors(tmp_pa
         sched.submit(LocalJobSpec("big", 3, 1, ("x",), str(tmp_path)))
     snapshot = LocalScheduler(tmp_path / "cluster").poll([job_id, "99"])
     assert [j.job_id for j in snapshot.jobs] == [job_id] and not snapshot.stale
+
+
+def test_new_instance_finishes_a_stop_the_dead_one_began(tmp_path: Path) -> None:
+    """The service died mid-requeue: the job is recorded pending with launches still to
+    stop. The next instance's poll stops them (found by their marker) before anything."""
+    import dataclasses
+    import os
+
+    from trainmedic.schedulers.local_launch import LAUNCH_MARKER, has_marker, spawn
+    from trainmedic.schedulers.local_state import write_atomic
+
+    cluster = tmp_path / "cluster"
+    sched = LocalScheduler(cluster, nodes=NODES)
+    spec = LocalJobSpec("j", 1, 1, ("x",), str(tmp_path / "run"))
+    sched.admin_drain("node1", "hold everything")  # keep the job from starting for real
+    for node in NODES[1:]:
+        sched.admin_drain(node, "hold everything")
+    job_id = sched.submit(spec)
+    child = spawn(["sleep", "60"], dict(os.environ, **{LAUNCH_MARKER: "m1"}), tmp_path / "o")
+    assert has_marker(child.pid, "m1") and not has_marker(os.getpid(), "m1")
+    state = state_from_json((cluster / "state.json").read_text())
+    job = dataclasses.replace(
+        state.jobs[job_id], held=True, stale=(Launch("node1", 0, "m1", "/nonexistent", child.pid),)
+    )
+    write_atomic(
+        cluster / "state.json", state_to_json(dataclasses.replace(state, jobs={job_id: job}))
+    )
+
+    info = LocalScheduler(cluster).poll([job_id]).jobs[0]
+    assert child.wait(timeout=5) is not None  # stopped
+    assert (info.state, info.held) == (JobState.PENDING, True)
+    assert state_from_json((cluster / "state.json").read_text()).jobs[job_id].stale == ()

@@ -101,6 +101,16 @@ def pid_alive(pid: int) -> bool:
     return state not in (b"Z", b"X", b"")
 
 
+def has_marker(pid: int, marker: str) -> bool:
+    """True when process ``pid`` carries ``TRAINMEDIC_LAUNCH=<marker>`` (not a reused pid)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            environ = handle.read()
+    except OSError:
+        return False
+    return f"{LAUNCH_MARKER}={marker}".encode() in environ.split(b"\0")
+
+
 def marked_pids(marker: str) -> list[int]:
     """Live processes whose environment has ``TRAINMEDIC_LAUNCH=<marker>``."""
     needle = f"{LAUNCH_MARKER}={marker}".encode()

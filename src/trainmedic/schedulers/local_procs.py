@@ -87,7 +87,12 @@ class LaunchTable:
         child = self._children.get(launch.pid)
         if child is not None:
             return child.poll() is None  # also reaps our own zombie
-        return launch.pid > 0 and proc.pid_alive(launch.pid)
+        # Adopted from an earlier instance: check the marker too, since a pid can be reused.
+        return (
+            launch.pid > 0
+            and proc.pid_alive(launch.pid)
+            and proc.has_marker(launch.pid, launch.marker)
+        )
 
     @staticmethod
     def exit_code(launch: Launch) -> int | None:
