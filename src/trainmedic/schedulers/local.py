@@ -32,6 +32,7 @@ import dataclasses
 import fcntl
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -70,6 +71,7 @@ __all__ = ["DEFAULT_NODES", "LocalJobSpec", "LocalScheduler"]
 log = logging.getLogger(__name__)
 
 DEFAULT_NODES = ("node1", "node2", "node3", "node4")
+_NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 class LocalScheduler:
@@ -96,16 +98,19 @@ class LocalScheduler:
         self._lock_path = self.cluster_dir / "state.lock"
         try:
             self.cluster_dir.mkdir(parents=True, exist_ok=True)
-            with self._transaction() as state:
-                known = {n.name for n in state.nodes}
-                if nodes is None:
-                    nodes = () if known else DEFAULT_NODES
-                for node in nodes:
-                    (self.cluster_dir / "nodes" / node).mkdir(parents=True, exist_ok=True)
-                added = tuple(NodeRecord(n) for n in nodes if n not in known)
-                self._save(dataclasses.replace(state, nodes=state.nodes + added))
         except OSError as exc:
             raise SchedulerError(f"local scheduler: cannot use {self.cluster_dir}: {exc}") from exc
+        with self._transaction() as state:
+            known = {n.name for n in state.nodes}
+            if nodes is None:
+                nodes = () if known else DEFAULT_NODES
+            bad = [n for n in nodes if not _NODE_NAME.fullmatch(n)]
+            if bad:
+                raise SchedulerError(f"local scheduler: invalid node names {bad}")
+            for node in nodes:
+                (self.cluster_dir / "nodes" / node).mkdir(parents=True, exist_ok=True)
+            added = tuple(NodeRecord(n) for n in nodes if n not in known)
+            self._save(dataclasses.replace(state, nodes=state.nodes + added))
 
     # -- paths ----------------------------------------------------------------------------
 
@@ -124,13 +129,17 @@ class LocalScheduler:
 
     @contextmanager
     def _transaction(self) -> Iterator[ClusterState]:
-        """Hold the thread lock and the file lock; yield the current state."""
-        with self._lock, open(self._lock_path, "a") as lock_file:
-            fcntl.flock(lock_file, fcntl.LOCK_EX)
-            try:
-                yield self._load()
-            finally:
-                fcntl.flock(lock_file, fcntl.LOCK_UN)
+        """Hold the thread lock and the file lock; yield the current state. OS errors in
+        the body (state file, job output, spawning) leave as SchedulerError."""
+        try:
+            with self._lock, open(self._lock_path, "a") as lock_file:
+                fcntl.flock(lock_file, fcntl.LOCK_EX)
+                try:
+                    yield self._load()
+                finally:
+                    fcntl.flock(lock_file, fcntl.LOCK_UN)
+        except OSError as exc:
+            raise SchedulerError(f"local scheduler: {exc}") from exc
 
     def _load(self) -> ClusterState:
         try:
