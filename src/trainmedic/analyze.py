@@ -14,7 +14,7 @@ from __future__ import annotations
 import gzip
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, cast
 
@@ -23,6 +23,7 @@ from trainmedic.attribute.facts import JobFacts, ProgressSummary
 from trainmedic.attribute.verdict import attribute
 from trainmedic.errors import InputError
 from trainmedic.logparse.elastic import ChildFailure
+from trainmedic.logparse.prefix import REFERENCE_YEAR, parse_prefix
 from trainmedic.logparse.scan import FileScan, ScanLimits, scan_lines
 from trainmedic.model import Advice, Event, Verdict
 
@@ -116,7 +117,41 @@ def analyze_path(path: str | Path, limits: ScanLimits | None = None) -> Analysis
     return _combine(str(root), scans, tuple(skipped))
 
 
+def _same_year(scans: list[FileScan]) -> list[FileScan]:
+    """Put year-less stamps (syslog, glog) of every file in the job's year.
+
+    A kernel log (``Mar  7 04:58:42``) beside rank logs dated ``2026-03-07`` must not read
+    as two years older than them: its events are re-stamped in the year the others show.
+    """
+    year = next((s.year for s in scans if s.year is not None), None)
+    if year is None or year == REFERENCE_YEAR:
+        return scans
+    fixed = []
+    for scan in scans:
+        if scan.year is not None or not any(e.timestamp is not None for e in scan.events):
+            fixed.append(scan)
+            continue
+        moved = {
+            e: replace(e, timestamp=parse_prefix(e.text, year).timestamp)
+            if e.timestamp is not None
+            else e
+            for e in scan.events
+        }
+        fixed.append(
+            replace(
+                scan,
+                events=tuple(moved[e] for e in scan.events),
+                neighbours={moved[e]: v for e, v in scan.neighbours.items()},
+                windows={moved[e]: v for e, v in scan.windows.items()},
+                progress_after={moved[e]: v for e, v in scan.progress_after.items()},
+                year=year,
+            )
+        )
+    return fixed
+
+
 def _combine(source: str, scans: list[FileScan], skipped: tuple[str, ...]) -> AnalysisResult:
+    scans = _same_year(scans)
     events: list[Event] = []
     neighbours: dict[Event, str] = {}
     progress_after: dict[Event, int] = {}

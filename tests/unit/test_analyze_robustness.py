@@ -135,3 +135,19 @@ def test_ansi_colours_are_stripped(tmp_path: Path) -> None:
     r = analyze_path(path)
     assert r.verdict.category == "gpu_hardware"
     assert r.verdict.root_cause is not None and "\x1b" not in r.verdict.root_cause.text
+
+
+def test_yearless_kernel_log_takes_the_jobs_year(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    # the NCCL error comes first; a kernel line two hours later does not explain it
+    (job / "rank0.log").write_text(
+        "2026-03-07 10:00:00,000 ERROR ncclUnhandledCudaError: Call to CUDA function failed.\n"
+    )
+    (job / "kern.log").write_text(
+        "Mar  7 12:00:00 n1 kernel: pcieport 0000:00:01.0: AER: Uncorrected (Fatal) error "
+        "received\n"
+    )
+    r = analyze_path(job)
+    assert r.verdict.root_cause is not None
+    assert r.verdict.root_cause.source.endswith("rank0.log"), r.verdict.basis

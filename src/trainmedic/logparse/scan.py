@@ -58,6 +58,7 @@ class FileScan:
     ranks_seen: frozenset[int] = frozenset()
     # progress lines printed in this file after each event: a job that kept training survived it
     progress_after: dict[Event, int] = field(default_factory=dict)
+    year: int | None = None  # of the first full date seen (year-less stamps used it)
 
 
 class _Pending:
@@ -265,6 +266,7 @@ def scan_lines(
         child_failures=tuple(child),
         ranks_seen=frozenset(out.ranks),
         progress_after={e: total - at for e, at in zip(out.events, out.reports_at, strict=True)},
+        year=year,
     )
 
 
