@@ -18,12 +18,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from trainmedic.attribute.facts import ProgressSummary
-from trainmedic.logparse.checkpoint import parse_checkpoint
 from trainmedic.logparse.elastic import ChildFailure, ChildFailureTracker
 from trainmedic.logparse.prefix import REFERENCE_YEAR, full_date_year, parse_prefix
-from trainmedic.logparse.progress import ProgressLine, parse_progress
 from trainmedic.logparse.traceback import START as TRACEBACK_START
 from trainmedic.logparse.traceback import TracebackTracker
+from trainmedic.logparse.tracker import ProgressTracker
 from trainmedic.model import Event, EvidenceSource
 from trainmedic.signatures.matcher import Hit, Matcher, default_matcher
 
@@ -203,7 +202,7 @@ def scan_lines(
     failure_lines = 0  # lines left in which torchrun's table may continue
     child: list[ChildFailure] = []
     year: int | None = None
-    progress = _ProgressTracker()
+    progress = ProgressTracker()
     widths: dict[int, int] = {}
     prev = ""
     line_no = 0
@@ -268,63 +267,3 @@ def scan_lines(
         progress_after={e: total - at for e, at in zip(out.events, out.reports_at, strict=True)},
         year=year,
     )
-
-
-class _ProgressTracker:
-    """Cheap per-line progress bookkeeping; parsing happens on few lines only."""
-
-    __slots__ = ("after_init", "checkpoint", "first", "init_line", "last_candidates", "reports")
-
-    def __init__(self) -> None:
-        self.first: ProgressLine | None = None
-        self.reports = 0
-        self.last_candidates: deque[str] = deque(maxlen=4)
-        self.checkpoint: int | None = None
-        self.init_line: int | None = None
-        self.after_init = 0
-
-    def observe(self, line_no: int, text: str) -> None:
-        # Chained ``in`` tests: the cheapest way CPython has to reject the common line.
-        if "iter" in text or "step" in text or "Iter" in text or "Step" in text or "%|" in text:
-            if self.first is None:
-                parsed = parse_progress(text[parse_prefix(text).body_start :])
-                if parsed is not None:
-                    self.first, self.reports = parsed, 1
-            else:
-                self.reports += 1
-                self.last_candidates.append(text)
-        if "heckpoint" in text or "global_step" in text or "aving model" in text:
-            self._checkpoint(text)
-        if self.init_line is not None and self.after_init <= 3 and text.strip():
-            self.after_init += 1
-        if (
-            "processes registered" in text
-            or "Init COMPLETE" in text
-            or "nitializing distributed" in text
-            or "store-based barrier" in text
-        ):
-            self.init_line, self.after_init = line_no, 0
-
-    def _checkpoint(self, text: str) -> None:
-        found = parse_checkpoint(text[parse_prefix(text).body_start :])
-        if found is not None:
-            self.checkpoint = found
-
-    def summary(self) -> ProgressSummary:
-        last = self.first
-        for text in reversed(self.last_candidates):
-            parsed = parse_progress(text[parse_prefix(text).body_start :])
-            if parsed is not None:
-                last = parsed
-                break
-        return ProgressSummary(
-            reports=self.reports,
-            first_iteration=self.first.iteration if self.first else None,
-            last_iteration=last.iteration if last else None,
-            last_label=last.label if last else "",
-            last_elapsed_s=last.elapsed_s if last else None,
-            last_step_time=last.step_time if last else None,
-            last_checkpoint=self.checkpoint,
-            init_complete_line=self.init_line,
-            meaningful_after_init=self.after_init,
-        )
