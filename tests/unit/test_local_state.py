@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -132,6 +133,10 @@ def test_new_instance_finishes_a_stop_the_dead_one_began(tmp_path: Path) -> None
         sched.admin_drain(node, "hold everything")
     job_id = sched.submit(spec)
     child = spawn(["sleep", "60"], dict(os.environ, **{LAUNCH_MARKER: "m1"}), tmp_path / "o")
+    for _ in range(100):  # /proc/<pid>/environ reads empty for a moment around exec
+        if has_marker(child.pid, "m1"):
+            break
+        time.sleep(0.01)
     assert has_marker(child.pid, "m1") and not has_marker(os.getpid(), "m1")
     state = state_from_json((cluster / "state.json").read_text())
     job = dataclasses.replace(
