@@ -225,3 +225,12 @@ def test_kernel_noise_does_not_outrank_an_application_error() -> None:
         source="kern.log",
     )
     assert attribute([oom, aer]).category is Category.APPLICATION
+
+
+def test_launcher_reporting_a_sigkill_is_host_oom() -> None:
+    line = "['/usr/bin/python', '-u', 'train.py'] exits with return code = -9"
+    launcher = ev("launcher.subprocess_failed", 2, line, role=Role.TEARDOWN)
+    v = attribute([launcher])
+    assert v.category is Category.APPLICATION and v.root_cause == launcher
+    other = ev("launcher.subprocess_failed", 2, "exits with return code = 1", role=Role.TEARDOWN)
+    assert attribute([other]).category is Category.UNKNOWN

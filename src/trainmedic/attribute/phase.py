@@ -47,6 +47,7 @@ class PhaseFinding:
     kind: Kind
     confidence: float
     basis: str
+    evidence: Event | None = None  # the line that shows it, when one does
 
 
 def setup_divergence(
@@ -104,9 +105,30 @@ def silence_after_init(progress: ProgressSummary | None) -> PhaseFinding | None:
     )
 
 
-def killed_first(failures: Sequence[ChildFailure]) -> PhaseFinding | None:
+_SIGKILL_TEXT = re.compile(
+    r"(?i)(?:exit ?code|exit status|return ?code|exited with code)\s*[:=]?\s*(?:-9|137)\b"
+    r"|Signal 9 \(SIGKILL\)|signal: killed\b"
+)
+
+
+def killed_first(
+    failures: Sequence[ChildFailure], teardown: Sequence[Event] = ()
+) -> PhaseFinding | None:
     first = first_real_failure(failures)
-    if first is None or first.exitcode not in SIGKILL_EXITS:
+    if first is None:
+        # No torchrun table: a launcher's own line (DeepSpeed, accelerate, srun) may say it.
+        killed = next((e for e in teardown if _SIGKILL_TEXT.search(e.text)), None)
+        if killed is None:
+            return None
+        return PhaseFinding(
+            Category.APPLICATION,
+            Kind.CRASH,
+            0.3,
+            f"the launcher reports a SIGKILLed worker ({killed.signature} at line {killed.line}) "
+            "and no error line: most likely the host OOM killer",
+            evidence=killed,
+        )
+    if first.exitcode not in SIGKILL_EXITS:
         return None
     who = f"rank {first.rank}" if first.rank is not None else f"local rank {first.local_rank}"
     return PhaseFinding(

@@ -211,7 +211,7 @@ def _from_root(
 def _cascade_only(cascades: Sequence[Event], events: Sequence[Event], facts: JobFacts) -> Verdict:
     timeouts = [e for e in cascades if _TIMEOUT.search(e.text)]
     finding = (
-        killed_first(facts.child_failures)
+        killed_first(facts.child_failures, [e for e in events if e.role is Role.TEARDOWN])
         or setup_divergence(timeouts, facts.progress)
         or solo_phase(facts.progress)
     )
@@ -236,7 +236,7 @@ def _cascade_only(cascades: Sequence[Event], events: Sequence[Event], facts: Job
 
 
 def _teardown_only(teardown: Sequence[Event], events: Sequence[Event], facts: JobFacts) -> Verdict:
-    finding = killed_first(facts.child_failures) or solo_phase(facts.progress)
+    finding = killed_first(facts.child_failures, teardown) or solo_phase(facts.progress)
     if finding is not None:
         return _from_finding(finding, events, facts, ())
     culprit = find_culprit(None, (), facts.child_failures, facts.ranks_seen)
@@ -264,8 +264,8 @@ def _from_finding(
         kind=finding.kind,
         category=finding.category,
         confidence=finding.confidence,
-        root_cause=None,
+        root_cause=finding.evidence,
         implicated=_implicated(None, events, culprit),
-        cascades=_noise(events, None),
+        cascades=_noise(events, finding.evidence),
         basis=f"{finding.basis}; culprit: {culprit.basis}",
     )
