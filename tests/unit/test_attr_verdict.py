@@ -234,3 +234,11 @@ def test_launcher_reporting_a_sigkill_is_host_oom() -> None:
     assert v.category is Category.APPLICATION and v.root_cause == launcher
     other = ev("launcher.subprocess_failed", 2, "exits with return code = 1", role=Role.TEARDOWN)
     assert attribute([other]).category is Category.UNKNOWN
+
+
+def test_on_one_line_the_specific_signature_wins() -> None:
+    generic = ev("nccl.unhandled_cuda_error", 4, "ncclUnhandledCudaError ... out of memory")
+    specific = ev(
+        "cuda.oom", 4, "ncclUnhandledCudaError ... out of memory", category=Category.APPLICATION
+    )
+    assert attribute([generic, specific]).root_cause == specific

@@ -50,8 +50,14 @@ def _earlier(a: Event, b: Event, order: dict[int, int]) -> bool:
     if a.timestamp is not None and b.timestamp is not None and a.timestamp != b.timestamp:
         return a.timestamp < b.timestamp
     if a.source == b.source:
+        if a.line == b.line:  # two signatures on one line: the one that says more
+            return _specificity(a) > _specificity(b)
         return a.line < b.line
     return order[id(a)] < order[id(b)]
+
+
+def _specificity(event: Event) -> tuple[bool, bool]:
+    return (event.category is not Category.UNKNOWN, event.strong)
 
 
 def _earliest(candidates: Sequence[Event], order: dict[int, int]) -> Event:
