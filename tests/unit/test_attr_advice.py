@@ -83,3 +83,8 @@ def test_application_stops_unless_unsure() -> None:
 def test_scheduler_storage_unknown_restart() -> None:
     for category in (Category.SCHEDULER, Category.STORAGE, Category.UNKNOWN):
         assert advise(verdict(category)).action is Action.RESTART
+
+
+def test_low_confidence_hardware_does_not_shrink_the_job() -> None:
+    a = advise(verdict(Category.NODE_HARDWARE, nodes=("n3",), confidence=0.4))
+    assert a.action is Action.RESTART and a.exclude_nodes == ()

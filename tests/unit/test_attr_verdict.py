@@ -242,3 +242,25 @@ def test_on_one_line_the_specific_signature_wins() -> None:
         "cuda.oom", 4, "ncclUnhandledCudaError ... out of memory", category=Category.APPLICATION
     )
     assert attribute([generic, specific]).root_cause == specific
+
+
+def test_weak_kernel_hardware_context_explains_a_bare_hang() -> None:
+    aer = ev(
+        "pcie.aer_corrected",
+        1,
+        "pcieport 0000:00:03.0: AER: Corrected error received: 0000:00:03.0",
+        category=Category.NODE_HARDWARE,
+        role=Role.CONTEXT,
+        evidence=EvidenceSource.KERNEL_LOG,
+        source="dmesg",
+    )
+    v = attribute([timeout(5, 0, 900), aer])
+    assert v.category is Category.NODE_HARDWARE and v.confidence <= 0.4
+    app_hint = ev(
+        "nccl.ib_async",
+        1,
+        "NET/IB : Got async event",
+        category=Category.NETWORK_HARDWARE,
+        role=Role.CONTEXT,
+    )
+    assert attribute([app_hint]).failure is False

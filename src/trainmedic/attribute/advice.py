@@ -10,6 +10,7 @@ hardware, nodes implicated             restart_excluding     exclude the implica
                                                              source (kernel log, telemetry,
                                                              scheduler), never from app stdout
 hardware, no node named                restart
+hardware, a guess (< 0.5)              restart               too unsure to shrink the job
 application, confident (>= 0.5)        stop                  a deterministic error repeats
 application, a guess (< 0.5)           restart               too unsure to give up on the job
 scheduler (preemption, time limit)     restart
@@ -23,6 +24,7 @@ from __future__ import annotations
 from trainmedic.model import Action, Advice, Category, Verdict
 
 STOP_CONFIDENCE = 0.5
+"""Below this, neither stop a job nor shrink it: the verdict is a guess."""
 
 
 def advise(verdict: Verdict) -> Advice:
@@ -34,6 +36,12 @@ def advise(verdict: Verdict) -> Advice:
     if category.is_hardware():
         if not nodes:
             return Advice(Action.RESTART, f"{category} suspected but no node is named: restart")
+        if verdict.confidence < STOP_CONFIDENCE:
+            return Advice(
+                Action.RESTART,
+                f"{category} on {', '.join(nodes)} suspected with low confidence: restart on "
+                "the same nodes and watch",
+            )
         drain: tuple[str, ...] = ()
         why = "evidence not strong enough to drain"
         if root is not None and root.strong and root.evidence.is_system():

@@ -174,13 +174,21 @@ def attribute(events: Sequence[Event], *, facts: JobFacts | None = None) -> Verd
         return _from_root(choose_root(primaries, events), events, facts)
     # Hardware context with nothing else (e.g. only "Xid 45 caused by previous Xid 149"):
     # the kernel still says what broke, with less certainty.
+    # Weak hardware context counts only from the kernel (corrected AER, MCE "events logged").
     hw_context = [
-        e for e in events if e.role is Role.CONTEXT and e.category.is_hardware() and e.strong
+        e
+        for e in events
+        if e.role is Role.CONTEXT
+        and e.category.is_hardware()
+        and (e.strong or e.evidence is EvidenceSource.KERNEL_LOG)
     ]
-    if hw_context:
-        return _from_root(hw_context[0], events, facts, confidence_cap=0.6)
+    strong_context = [e for e in hw_context if e.strong]
+    if strong_context:
+        return _from_root(strong_context[0], events, facts, confidence_cap=0.6)
     if cascades:
-        return _cascade_only(cascades, events, facts)
+        return _cascade_only(cascades, events, facts, hw_context)
+    if hw_context:
+        return _from_root(hw_context[0], events, facts, confidence_cap=0.4)
     teardown = [e for e in events if e.role is Role.TEARDOWN]
     if teardown or first_real_failure(facts.child_failures) is not None:
         return _teardown_only(teardown, events, facts)
@@ -214,7 +222,12 @@ def _from_root(
     )
 
 
-def _cascade_only(cascades: Sequence[Event], events: Sequence[Event], facts: JobFacts) -> Verdict:
+def _cascade_only(
+    cascades: Sequence[Event],
+    events: Sequence[Event],
+    facts: JobFacts,
+    hw_context: Sequence[Event] = (),
+) -> Verdict:
     timeouts = [e for e in cascades if _TIMEOUT.search(e.text)]
     finding = (
         killed_first(facts.child_failures, [e for e in events if e.role is Role.TEARDOWN])
@@ -223,6 +236,9 @@ def _cascade_only(cascades: Sequence[Event], events: Sequence[Event], facts: Job
     )
     if finding is not None:
         return _from_finding(finding, events, facts, timeouts)
+    if hw_context:
+        # The kernel saw hardware trouble while every rank only timed out: the likelier story.
+        return _from_root(hw_context[0], events, facts, confidence_cap=0.4)
     network = [e for e in cascades if e.category is Category.NETWORK_HARDWARE]
     culprit = find_culprit(None, timeouts, facts.child_failures, facts.ranks_seen)
     kind = Kind.HANG if any(e.kind is Kind.HANG for e in cascades) else Kind.CRASH
