@@ -201,8 +201,11 @@ class Service:
     def _remember_progress(self, observations: list[Observation]) -> None:
         latest: dict[str, Progress] = {}
         for obs in observations:
-            newer = isinstance(obs, CheckpointSaved) and not obs.in_progress
-            if newer and obs.iteration > self._checkpoint_iter.get(obs.job_id, -1):
+            if (
+                isinstance(obs, CheckpointSaved)
+                and not obs.in_progress
+                and obs.iteration > self._checkpoint_iter.get(obs.job_id, -1)
+            ):
                 self._checkpoint_iter[obs.job_id] = obs.iteration
                 if obs.job_id in self._jobs:
                     self.store.update_job_progress(
