@@ -1,13 +1,17 @@
 """Attribution: from matched events to one verdict (pure).
 
 1. The root cause is the earliest ``primary`` event: by timestamp when both events carry one,
-   by line order within one file, by input order otherwise. Kernel-log hardware evidence
-   outranks an application-level symptom it can explain (a CUDA/NCCL error) unless the clocks
-   say the hardware event came clearly later.
+   by line order within one file, by input order otherwise; on one line, the more specific
+   signature. A generic wrapper (NCCL "unhandled cuda error") yields to the detail line just
+   below it ("Last error: Cuda failure ..."). An app-log error the job then trained past
+   (``SURVIVED_REPORTS`` progress lines) is not a cause. Kernel-log hardware evidence outranks a
+   generic GPU/NCCL symptom it can explain unless the clocks say it came clearly later.
 2. Context rules (``context_rules.toml``) refine its category.
-3. Without a primary, cascades (timeouts on every rank, closed by peer) give a low-confidence
-   hang/crash of unknown cause (network when the cascade itself is a network error), refined
-   by where the job was (``phase.py``); the culprit rank comes from ``culprit.py``.
+3. Without a primary: strong hardware context (Xid 45 "caused by previous Xid 149") still
+   names the hardware; cascades (timeouts on every rank, closed by peer) give a
+   low-confidence hang/crash of unknown cause (network when the cascade itself is a network
+   error, the kernel's hardware complaint when there is one), refined by where the job was
+   (``phase.py``); teardown alone is unknown. The culprit rank comes from ``culprit.py``.
 """
 
 from __future__ import annotations
