@@ -86,3 +86,15 @@ def test_traceback_frames_reach_the_neighbourhood() -> None:
     scan = scan_lines(lines(*text), "a.log", limits=ScanLimits(window_before=2))
     event = scan.events[-1]
     assert "torch.save(state, path)" in scan.neighbours[event]
+
+
+def test_traceback_frames_are_not_progress() -> None:
+    text = [
+        "iter 1 loss 2.0",
+        "OSError: [Errno 116] Stale file handle",
+        "Traceback (most recent call last):",
+    ]
+    text += [f'  File "/t.py", line {i}, in training_step' for i in range(30)]
+    text += ["RuntimeError: step failed"]
+    scan = scan_lines(lines(*text), "a.log")
+    assert scan.progress_after[scan.events[0]] == 0

@@ -227,7 +227,8 @@ def scan_lines(
                 child.append(entry)
         if year is None and line_no <= 500:
             year = full_date_year(text)
-        progress.observe(line_no, text)
+        if not tracebacks.active:  # frames ("train_step(...)") are never progress
+            progress.observe(line_no, text)
         width = len(text)
         if width >= WRAP_MIN:
             widths[width] = widths.get(width, 0) + 1
