@@ -84,9 +84,9 @@ def test_crash_requeue_exclude_resume_readopt_cancel(tmp_path: Path) -> None:
 
         info = wait_for("FAILED", failed, timeout=15)  # type: ignore[assignment]
         fired_at = json.loads((run / "faults.fired" / "k").read_text())["time"]
-        assert time.time() - fired_at < 5.0
+        assert time.time() - fired_at < 15.0  # ~1 s on an idle machine; CI is shared
         assert info.exit_code not in (None, 0)
-        assert "node2" in info.reason  # the first failure, not the peer's cascade
+        assert "node2 exit 1" in info.reason and "NonZeroExitCode" in info.reason
         assert job_processes(cluster) == []  # the surviving node was stopped too, like srun
 
         sched.requeue(job_id, ["node2"])

@@ -248,9 +248,16 @@ class LocalScheduler:
                 for launch, code, up in zip(job.launches, codes, alive, strict=True)
                 if code not in (None, 0) or (code is None and not up)
             ]
-            _when, first_node, first_code = min(failed, key=lambda item: item[0])
+            # Listed in the order the torchruns ended. That is not necessarily the order the
+            # ranks failed in (a peer's torchrun may exit first): attribution is the
+            # service's job, from the logs.
+            failed.sort(key=lambda item: item[0])
+            first_code = failed[0][2]
             exit_code = -9 if first_code is None else first_code
-            reason = f"NonZeroExitCode: first failure on {first_node} (exit {exit_code})"
+            ended = ", ".join(
+                f"{node} exit {'killed' if code is None else code}" for _t, node, code in failed
+            )
+            reason = f"NonZeroExitCode: {ended}"
         job = dataclasses.replace(
             job, state=outcome, exit_code=exit_code, reason=reason, ended_at=time.time()
         )
