@@ -19,9 +19,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from trainmedic.config.sections import Config
+from trainmedic.config.loader import apply_policy_overrides
+from trainmedic.config.sections import Config, PolicyConfig
+from trainmedic.discovery import discover
 from trainmedic.engine import Engine, Finding
-from trainmedic.errors import TrainmedicError
+from trainmedic.errors import ConfigError, TrainmedicError
 from trainmedic.executor import Executor, ExecutorEvent
 from trainmedic.model import Action
 from trainmedic.observations import CheckpointSaved, JobStatus, NodeStatus, Observation, Progress
@@ -99,6 +101,8 @@ class Service:
         }
         self._telemetry = [DcgmScraper(n, url) for n, url in (telemetry_urls or {}).items()]
         self._checkpoint_iter: dict[str, int] = {}  # job -> newest saved checkpoint iteration
+        self._kernel_template = config.scheduler.slurm.kernel_log_template
+        self._discovered_at = float("-inf")
         self._lock = threading.Lock()
         for job in store.list_jobs():
             self._watch(job.job_id, job.spec)
@@ -123,13 +127,44 @@ class Service:
         for job in self.store.list_jobs():
             self._watch(job.job_id, job.spec)
 
+    def _discover(self, now: float) -> None:
+        """Register jobs that opted in through their comment or match ``[watch]``."""
+        interval = self.config.scheduler.slurm.discovery_interval_s
+        if self.config.scheduler.kind != "slurm" or now - self._discovered_at < interval:
+            return
+        self._discovered_at = now
+        everything = self.adapter.poll(())
+        if everything.stale:
+            return
+        args = (self.config.watch, self.config.policy, self._jobs, self._kernel_template)
+        candidates = discover(everything.jobs, *args)
+        if not candidates:
+            return
+        # Output paths come from the per-job details, resolved only for the jobs polled by id.
+        detailed = self.adapter.poll(tuple(c.job_id for c in candidates))
+        for found in discover(detailed.jobs, *args):
+            log.info("watching job %s (%s)", found.job_id, found.why)
+            self.store.register_job(
+                found.job_id, self.adapter.name, now=now, name=found.name, spec=found.spec
+            )
+            self._watch(found.job_id, found.spec)
+
+    def _policy_for(self, job_id: str) -> PolicyConfig:
+        job = self.store.get_job(job_id)
+        if job is None or not job.spec.policy:
+            return self.config.policy
+        try:
+            return apply_policy_overrides(self.config.policy, job.spec.policy, f"job {job_id}")
+        except ConfigError as exc:
+            log.warning("%s; using the configured policy", exc)
+            return self.config.policy
+
     def mode_for(self, job_id: str) -> AdviceMode:
-        if self.config.service.mode != "action":
-            return AdviceMode.MONITOR
-        allowed = self.config.watch.action_jobs
-        if allowed and job_id not in allowed:
-            return AdviceMode.MONITOR
-        return AdviceMode.ACTION
+        job = self.store.get_job(job_id)
+        partition = job.spec.partition if job else ""
+        if self.config.acts_on(job_id, partition=partition):
+            return AdviceMode.ACTION
+        return AdviceMode.MONITOR
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -137,6 +172,7 @@ class Service:
         with self._lock:
             self._sync_registrations()
             now = self.clock()
+            self._discover(now)
             snapshot = self.adapter.poll(tuple(self._jobs))
             observations = self._scheduler_observations(snapshot)
             for sources in self._jobs.values():
@@ -174,6 +210,11 @@ class Service:
         for job in snapshot.jobs:
             if job.job_id not in self._jobs:
                 continue
+            if self._kernel_template:
+                for name in job.nodes:
+                    if name not in self._kernel:
+                        path = self._kernel_template.format(node=name)
+                        self._kernel[name] = KernelLogSource(name, path)
             out.append(
                 JobStatus(
                     snapshot.time,
@@ -240,7 +281,7 @@ class Service:
             self.store,
             finding,
             snapshot,
-            self.config.policy,
+            self._policy_for(finding.job_id),
             now=now,
             new_checkpoint=self._new_checkpoint(finding),
         )

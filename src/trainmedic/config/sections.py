@@ -179,6 +179,11 @@ class SlurmConfig:
     """known_hosts file for host-key checking ("" = ssh's default; checking is never off)."""
     slurm_conf: str = ""
     """Path of slurm.conf, exported as SLURM_CONF ("" = Slurm's default)."""
+    kernel_log_template: str = ""
+    """Each node's kernel log as seen from the service, with ``{node}`` for the node name
+    (e.g. "/var/log/nodes/{node}/kern.log"; "" = no kernel logs for discovered jobs)."""
+    discovery_interval_s: float = 5.0
+    """How often to look for jobs that opted in (comment) or match ``[watch]``."""
 
     def __post_init__(self) -> None:
         if not 0 < self.ssh_port < 65536:
