@@ -169,3 +169,19 @@ def test_matcher_from_explicit_catalogue_and_hit_group() -> None:
     assert hit.group("rank") is None
     assert matcher.match("") == ()
     assert default_matcher() is default_matcher()
+
+
+@pytest.mark.timeout(30)
+def test_huge_lines_stay_linear_and_keep_head_and_tail() -> None:
+    matcher = default_matcher()
+    for junk in ("RuntimeError: CUDA error: " * 400_000, "gloo pair.cc Timed out " * 400_000):
+        matcher.match(junk)  # must return quickly: the timeout guards against blow-ups
+    tail = "x" * 5_000_000 + "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert "cuda.illegal_memory_access" in [h.signature.id for h in matcher.match(tail)]
+    assert matcher.match("\x00" * 1_000_000) == ()
+
+
+def test_lines_with_odd_characters() -> None:
+    matcher = default_matcher()
+    for line in ("\udcff\udcfe Killed", "caf\u00e9 \u2603 loss: nan", "\x00\x01\x02", "\t"):
+        assert matcher.match(line) == matcher.match_naive(line)

@@ -30,6 +30,7 @@ _PCI = re.compile(r"(?:[0-9a-fA-F]{4,8}:)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.
 _DIGITS = b"0123456789"
 _DIGITS_TABLE = str.maketrans("", "", "0123456789")
 _MEMO_SIZE = 1 << 14  # shapes remembered; a log has a few hundred in practice
+MAX_LINE = 65536  # characters of one line that are matched (head and tail)
 _MEMO_MAX_LINE = 4096  # longer lines skip the memo (rare, and costly to keep as keys)
 
 
@@ -85,7 +86,13 @@ class Matcher:
         self._memo: dict[bytes, tuple[int, ...]] = {}
 
     def match(self, text: str) -> tuple[Hit, ...]:
-        """Every signature matching ``text``, in catalogue order (empty for healthy lines)."""
+        """Every signature matching ``text``, in catalogue order (empty for healthy lines).
+
+        A line longer than ``MAX_LINE`` characters (binary junk, progress bars joined by
+        ``\\r``) is matched on its head and tail only, which keeps every regex linear-time.
+        """
+        if len(text) > MAX_LINE:
+            text = text[: MAX_LINE // 2] + "\n" + text[-(MAX_LINE // 2) :]
         if len(text) > _MEMO_MAX_LINE:
             candidates = self._candidates(_strip_digits(text))
         else:
@@ -104,19 +111,17 @@ class Matcher:
 
     def _candidates(self, shape: str) -> tuple[int, ...]:
         """Indices of the signatures with a keyword in ``shape`` (a digit-free line)."""
-        gate, by_anchor = self._gate, self._by_anchor
+        gate = self._gate
+        anchors = {anchor for anchor in self._checked if anchor in shape}
         found = gate(shape)
-        candidates: set[int] = set()
-        for anchor in self._checked:
-            if anchor in shape:
-                for keyword, sigs in by_anchor[anchor]:
-                    if keyword in shape:
-                        candidates.update(sigs)
         while found is not None:
-            for keyword, sigs in by_anchor[found.group()]:
+            anchors.add(found.group())
+            found = gate(shape, found.start() + 1)
+        candidates: set[int] = set()
+        for anchor in anchors:
+            for keyword, sigs in self._by_anchor[anchor]:
                 if keyword in shape:
                     candidates.update(sigs)
-            found = gate(shape, found.start() + 1)
         return tuple(sorted(candidates))
 
     def match_naive(self, text: str) -> tuple[Hit, ...]:
