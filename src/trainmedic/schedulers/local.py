@@ -157,6 +157,8 @@ class LocalScheduler:
         write_atomic(self._state_path, state_to_json(state))
 
     def _put(self, state: ClusterState, job: JobRecord) -> ClusterState:
+        if state.jobs.get(job.job_id) == job:
+            return state  # unchanged: no write (poll runs often)
         state = dataclasses.replace(state, jobs={**state.jobs, job.job_id: job})
         self._save(state)
         return state
