@@ -137,3 +137,20 @@ def test_duplicate_ids_rejected() -> None:
 def test_unreadable_path_is_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read"):
         load_catalogue(tmp_path / "missing.toml")
+
+
+def test_includes_are_read_beside_the_main_file(tmp_path: Path) -> None:
+    part = _MINIMAL[_MINIMAL.index("[[signature]]") : _MINIMAL.index("[xid_default]")]
+    main = _MINIMAL.replace(part, "").replace("xid = []", 'xid = []\ninclude = ["part.toml"]')
+    (tmp_path / "main.toml").write_text(main, encoding="utf-8")
+    (tmp_path / "part.toml").write_text(part, encoding="utf-8")
+    assert [s.id for s in load_catalogue(tmp_path / "main.toml").signatures] == ["test.boom"]
+    (tmp_path / "part.toml").write_text("xid = []\n" + part, encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"part\.toml: unknown key"):
+        load_catalogue(tmp_path / "main.toml")
+    (tmp_path / "part.toml").unlink()
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_catalogue(tmp_path / "main.toml")
+    bad = main.replace('"part.toml"', '"../etc/part.toml"')
+    with pytest.raises(ConfigError, match="cannot include"):
+        parse_catalogue(bad, "bad.toml", lambda name: "")

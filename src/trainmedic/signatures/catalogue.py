@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -77,8 +78,9 @@ _SIGNATURE_KEYS = frozenset(
 )
 _REQUIRED_SIGNATURE_KEYS = _SIGNATURE_KEYS - {"counter_examples"}
 _XID_KEYS = frozenset({"codes", "name", "category", "kind", "role", "action_hint", "strong"})
-_TOP_KEYS = frozenset({"signature", "xid", "xid_default", "healthy_lines"})
-_REQUIRED_TOP_KEYS = _TOP_KEYS - {"healthy_lines"}
+_TOP_KEYS = frozenset({"signature", "include", "xid", "xid_default", "healthy_lines"})
+_REQUIRED_TOP_KEYS = frozenset({"xid", "xid_default"})
+_INCLUDE_NAME = re.compile(r"^[\w.-]+\.toml$")
 _E = TypeVar("_E", Category, Kind, Role, ActionHint)
 _ID_SHAPE = re.compile(r"^[a-z0-9_]+(?:\.[a-z0-9_]+)+$")
 
@@ -138,32 +140,51 @@ class Catalogue:
 
 
 def load_catalogue(path: Path | None = None) -> Catalogue:
-    """Load and validate a catalogue; ``None`` means the packaged one (cached)."""
+    """Load and validate a catalogue; ``None`` means the packaged one (cached). Files named in
+    its ``include`` list are read from the same directory."""
     if path is None:
         return _default_catalogue()
+    return parse_catalogue(_read(path), str(path), lambda name: _read(path.parent / name))
+
+
+def _read(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read signature catalogue: {exc}") from exc
-    return parse_catalogue(text, str(path))
 
 
 @functools.cache
 def _default_catalogue() -> Catalogue:
-    text = resources.files("trainmedic.signatures").joinpath("catalogue.toml").read_text("utf-8")
-    return parse_catalogue(text, "catalogue.toml")
+    package = resources.files("trainmedic.signatures")
+
+    def read(name: str) -> str:
+        try:
+            return package.joinpath(name).read_text("utf-8")
+        except OSError as exc:
+            raise ConfigError(f"{name}: cannot read packaged catalogue part: {exc}") from exc
+
+    return parse_catalogue(read("catalogue.toml"), "catalogue.toml", read)
 
 
-def parse_catalogue(text: str, origin: str) -> Catalogue:
-    """Parse catalogue TOML ``text``; ``origin`` names it in error messages."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{origin}: invalid TOML: {exc}") from exc
+def parse_catalogue(
+    text: str, origin: str, read_include: Callable[[str], str] | None = None
+) -> Catalogue:
+    """Parse catalogue TOML ``text``; ``origin`` names it in error messages. ``read_include``
+    returns the text of a file named in ``include`` (which holds only [[signature]] tables)."""
+    data = _parse_toml(text, origin)
     _check_keys(data, _TOP_KEYS, _REQUIRED_TOP_KEYS, origin)
+    parts = [(origin, data)]
+    for name in _str_list(data, "include", origin, required=False):
+        if not _INCLUDE_NAME.match(name) or read_include is None:
+            raise ConfigError(f"{origin}: cannot include {name!r} (a sibling *.toml file name)")
+        part = _parse_toml(read_include(name), name)
+        _check_keys(part, frozenset({"signature"}), frozenset({"signature"}), name)
+        parts.append((name, part))
     signatures = tuple(
-        _parse_signature(entry, f"{origin}: signature #{i + 1}")
-        for i, entry in enumerate(_table_list(data, "signature", origin))
+        _parse_signature(entry, f"{name}: signature #{i + 1}")
+        for name, part in parts
+        for i, entry in enumerate(_table_list(part, "signature", name, required=False))
     )
     seen: set[str] = set()
     for signature in signatures:
@@ -285,8 +306,17 @@ def _str_list(data: dict[str, Any], key: str, where: str, *, required: bool = Tr
     return value
 
 
-def _table_list(data: dict[str, Any], key: str, origin: str) -> list[dict[str, Any]]:
-    value = data[key]
+def _parse_toml(text: str, origin: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{origin}: invalid TOML: {exc}") from exc
+
+
+def _table_list(
+    data: dict[str, Any], key: str, origin: str, *, required: bool = True
+) -> list[dict[str, Any]]:
+    value = data.get(key, None if required else [])
     if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
         raise ConfigError(f"{origin}: {key} must be an array of tables ([[{key}]])")
     return value
