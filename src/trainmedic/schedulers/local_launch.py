@@ -111,9 +111,9 @@ def has_marker(pid: int, marker: str) -> bool:
     return f"{LAUNCH_MARKER}={marker}".encode() in environ.split(b"\0")
 
 
-def marked_pids(marker: str) -> list[int]:
-    """Live processes whose environment has ``TRAINMEDIC_LAUNCH=<marker>``."""
-    needle = f"{LAUNCH_MARKER}={marker}".encode()
+def marked_pids(markers: Iterable[str]) -> list[int]:
+    """Live processes whose environment has ``TRAINMEDIC_LAUNCH=<one of markers>``."""
+    needles = {f"{LAUNCH_MARKER}={marker}".encode() for marker in markers}
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -123,7 +123,7 @@ def marked_pids(marker: str) -> list[int]:
                 environ = handle.read()
         except OSError:  # gone meanwhile, or not ours to read
             continue
-        if needle in environ.split(b"\0") and pid_alive(int(entry)):
+        if not needles.isdisjoint(environ.split(b"\0")) and pid_alive(int(entry)):
             found.append(int(entry))
     return found
 
@@ -140,17 +140,19 @@ def signal_pids(pids: Iterable[int], sig: signal.Signals) -> None:
 
 
 def stop_launches(pgids: Sequence[int], markers: Sequence[str], grace_s: float) -> None:
-    """SIGTERM each wrapper's process group (torchrun then stops its workers), wait up to
-    ``grace_s``, SIGKILL whatever carries a marker, and wait until all of it is gone."""
+    """SIGTERM each wrapper's process group and every worker (torchrun would only relay the
+    signal to them, later), wait up to ``grace_s``, SIGKILL whatever still carries a marker,
+    and return once none is left."""
+    remaining = marked_pids(markers)
     for pgid in pgids:
         signal_group(pgid, signal.SIGTERM)
+    signal_pids(remaining, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
-    remaining = [p for m in markers for p in marked_pids(m)]
     while remaining and time.monotonic() < deadline:
-        time.sleep(0.05)
+        time.sleep(0.02)
         remaining = [p for p in remaining if pid_alive(p)]
-    for _round in range(50):
-        remaining = [p for m in markers for p in marked_pids(m)]
+    for _round in range(100):
+        remaining = marked_pids(markers)
         if not remaining:
             return
         for pgid in pgids:
