@@ -185,3 +185,13 @@ def test_lines_with_odd_characters() -> None:
     matcher = default_matcher()
     for line in ("\udcff\udcfe Killed", "caf\u00e9 \u2603 loss: nan", "\x00\x01\x02", "\t"):
         assert matcher.match(line) == matcher.match_naive(line)
+
+
+def test_pci_group_names_gpus_only() -> None:
+    root_port = (
+        "pcieport 0000:00:03.0: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction"
+    )
+    gpu = "nvidia 0000:CA:00.0: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction"
+    assert _event(root_port, "pcie.aer_fatal").gpu is None
+    assert _event(gpu, "pcie.aer_fatal").gpu == "0000:ca:00"
+    assert _event("mlx5_core 0000:1a:00.0 ibp26s0: Link down", "mlx5.link_down").gpu is None

@@ -11,7 +11,7 @@ node          host name of the node the line implicates (not a reporting or serv
 rank          global rank
 local_rank    rank within its node
 gpu           GPU index or UUID
-pci           PCI address of a GPU/device (``0000:3b:00``), normalised by the matcher
+pci           PCI address of a GPU (``0000:3b:00``), normalised; never a NIC or root port
 xid           NVIDIA Xid number (looked up in the Xid table)
 exitcode      process exit code (``-9``, ``1``)
 signal        signal name (``SIGKILL``) or number
