@@ -139,18 +139,32 @@ def signal_pids(pids: Iterable[int], sig: signal.Signals) -> None:
             os.kill(pid, sig)
 
 
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
+
+
 def stop_launches(pgids: Sequence[int], markers: Sequence[str], grace_s: float) -> None:
-    """SIGTERM each wrapper's process group and every worker (torchrun would only relay the
-    signal to them, later), wait up to ``grace_s``, SIGKILL whatever still carries a marker,
-    and return once none is left."""
+    """Stop launches and return once none of their processes is left.
+
+    SIGTERM goes to each wrapper's process group and to every worker directly (torchrun
+    would only relay it, later). Workers get up to ``grace_s`` to exit. torchrun's own
+    SIGTERM shutdown takes 1-2 s on a busy machine and achieves nothing once its workers
+    are gone, so the wrapper groups are SIGKILLed as soon as the workers have exited; then
+    anything still carrying a marker is SIGKILLed.
+    """
     remaining = marked_pids(markers)
     for pgid in pgids:
         signal_group(pgid, signal.SIGTERM)
     signal_pids(remaining, signal.SIGTERM)
+    groups = set(pgids)
+    workers = [p for p in remaining if _pgid(p) not in groups]
     deadline = time.monotonic() + grace_s
-    while remaining and time.monotonic() < deadline:
+    while workers and time.monotonic() < deadline:
         time.sleep(0.02)
-        remaining = [p for p in remaining if pid_alive(p)]
+        workers = [p for p in workers if pid_alive(p)]
     for _round in range(100):
         remaining = marked_pids(markers)
         if not remaining:
@@ -158,4 +172,4 @@ def stop_launches(pgids: Sequence[int], markers: Sequence[str], grace_s: float) 
         for pgid in pgids:
             signal_group(pgid, signal.SIGKILL)
         signal_pids(remaining, signal.SIGKILL)
-        time.sleep(0.05)
+        time.sleep(0.02)
