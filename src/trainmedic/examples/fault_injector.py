@@ -57,7 +57,6 @@ class FaultInjector:
         self._file_key: tuple[int, int] | None = None
         self._done: set[str] = set()  # fired (or claimed elsewhere) in this process
         self._slow_since: dict[str, int] = {}
-        self._first_iteration: int | None = None
 
     # -- control file -------------------------------------------------------------------
 
@@ -85,8 +84,6 @@ class FaultInjector:
 
     def step_effects(self, iteration: int) -> StepEffects:
         """Fire what is due at ``iteration``; return the non-terminal effects."""
-        if self._first_iteration is None:
-            self._first_iteration = iteration
         slow_s, nan = 0.0, False
         for fault in self.faults():
             if not fault.matches(self._log.node, self._log.rank):
