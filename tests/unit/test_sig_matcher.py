@@ -195,3 +195,105 @@ def test_pci_group_names_gpus_only() -> None:
     assert _event(root_port, "pcie.aer_fatal").gpu is None
     assert _event(gpu, "pcie.aer_fatal").gpu == "0000:ca:00"
     assert _event("mlx5_core 0000:1a:00.0 ibp26s0: Link down", "mlx5.link_down").gpu is None
+
+
+# Lines shaped like real reports, written apart from the catalogue's own examples: each must
+# reach the mechanism named (prefixes from srun -l, torchrun and syslog included).
+REALISTIC = [
+    (
+        "3: [rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. "
+        "GPU 3 has a total capacity of 39.39 GiB of which 3.94 MiB is free.",
+        "cuda.out_of_memory",
+    ),
+    (
+        "Nov 14 22:13:05 gpu-a02 kernel: [812345.123456] NVRM: Xid (PCI:0000:b7:00): 31, pid=4412, "
+        "name=python, Ch 00000010, intr 00000000. MMU Fault",
+        "nvrm.xid",
+    ),
+    (
+        "Nov 14 22:13:05 gpu-a02 kernel: NVRM: Xid (PCI:0000:b7:00): 94, pid='<unknown>', "
+        "name=<unknown>, Contained: SM (0x1). RST: No, D-RST: No",
+        "nvrm.xid",
+    ),
+    ("[rank1]: RuntimeError: NCCL Error 2: unhandled system error", "nccl.system_error"),
+    (
+        "gpu-b11:4401:4533 [6] NCCL INFO NET/IB : Got completion from peer 10.12.0.7<57331> with "
+        "error 12, opcode 0, len 0, vendor err 129 (Recv)",
+        "nccl.ib_completion_error",
+    ),
+    (
+        "0: slurmstepd: error: *** STEP 99812.0 ON gpu-b11 CANCELLED AT 2025-05-05T05:05:05 DUE TO "
+        "TIME LIMIT ***",
+        "slurm.time_limit",
+    ),
+    (
+        "slurmstepd: error: Detected 2 oom_kill events in StepId=99812.batch. Some of the step "
+        "tasks have been OOM Killed.",
+        "oom.slurm_oom_kill",
+    ),
+    (
+        "[2025-05-05 05:05:05,000] torch.distributed.elastic.multiprocessing.api: [ERROR] failed "
+        "(exitcode: -9) local_rank: 2 (pid: 88123) of binary: /usr/bin/python",
+        "proc.exit_sigkill",
+    ),
+    (
+        "OSError: [Errno 28] No space left on device: '/checkpoints/step_4000/optim.pt'",
+        "storage.no_space",
+    ),
+    (
+        "RuntimeError: unable to write to file </torch_4512_3178021433_0>: No space left on device",
+        "shm.insufficient",
+    ),
+    (
+        "[Rank 4] Timeout at NCCL work: 3120, last enqueued NCCL work: 3121, last completed NCCL "
+        "work: 3119.",
+        "nccl.last_completed",
+    ),
+    (
+        "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm( "
+        "handle, opa, opb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)`",
+        "cuda.cublas_execution_failed",
+    ),
+    ("[  612.000001] mce: [Hardware Error]: Machine check: Processor context corrupt", "mce.fatal"),
+    (
+        "kernel: EDAC MC0: 1 UE memory read error on CPU_SrcID#0_MC#0_Chan#0_DIMM#0",
+        "edac.uncorrected",
+    ),
+    ("ModuleNotFoundError: No module named 'apex'", "py.import_error"),
+    ("[rank0]: KeyError: 'lr_scheduler'", "py.key_error"),
+    ('  File "train.py", line 12, in <module>', None),
+    ("iteration 5000/10000 | lm loss: nan | loss scale: 1.0 | grad norm: nan |", "nan.loss"),
+    (
+        "RuntimeError: Rank 0 successfully reached monitoredBarrier, but received errors while "
+        "waiting for send/recv from ranks 3.",
+        None,
+    ),
+    (
+        "torch.distributed.DistBackendError: [2] is setting up NCCL communicator and retrieving "
+        "ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: "
+        "Connection reset by peer",
+        "net.connection_reset",
+    ),
+    ("NCCL WARN NET/IB : mlx5_3:1 Got async event : port error", "nccl.ib_port_error"),
+    ("nfs: server storage01 not responding, still trying", "storage.nfs_not_responding"),
+    ("OSError: [Errno 5] Input/output error", "storage.io_error"),
+    (
+        "PermissionError: [Errno 13] Permission denied: '/mnt/shared/ckpt/latest'",
+        "storage.permission_denied",
+    ),
+    ("srun: error: gpu-b12: task 9: Exited with exit code 1", "slurm.task_exited"),
+    ("Bus error (core dumped)", "shm.bus_error"),
+    (
+        "RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable",
+        "cuda.devices_unavailable",
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "expected"), REALISTIC)
+def test_realistic_lines_reach_their_mechanism(line: str, expected: str | None) -> None:
+    ids = [h.signature.id for h in default_matcher().match(line)]
+    if expected is None:
+        assert not [i for i in ids if default_matcher().catalogue.by_id(i).role is Role.PRIMARY]
+    else:
+        assert expected in ids, ids
