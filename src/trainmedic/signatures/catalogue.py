@@ -8,7 +8,7 @@ Named capture groups a pattern may use (anything else is a ConfigError):
 
 ============  ==============================================================================
 node          host name of the node the line implicates (not a reporting or server host)
-rank          global rank
+rank          global rank the line is about (failed, absent): not always the printer
 local_rank    rank within its node
 gpu           GPU index or UUID
 pci           PCI address of a GPU (``0000:3b:00``), normalised; never a NIC or root port
