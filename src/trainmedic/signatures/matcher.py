@@ -1,7 +1,7 @@
 """Match log lines against the catalogue, fast, and turn hits into model Events.
 
-Speed comes from a two-stage prefilter, so that the catalogue's regexes run only on the rare
-lines that could match:
+Speed comes from a prefilter in three steps, so that the catalogue's regexes run only on the
+rare lines that could match:
 
 0. a memo keyed by the line's shape (digits deleted) answers for lines seen before in all
    but their numbers, which in a training log is nearly every line (see ``Matcher``);
@@ -56,7 +56,8 @@ class Matcher:
     INFO chatter), so most lines cost one ``bytes.translate`` and one dict lookup. It is sound
     because anchors and keywords are compared digit-free too: a keyword in a line is still in
     its shape, so the candidates found from the shape are a superset of the true ones, and the
-    regexes themselves always run on the real line.
+    regexes themselves always run on the real line. Concurrent use is safe under the GIL:
+    a race on the memo only recomputes an entry.
     """
 
     def __init__(self, catalogue: Catalogue) -> None:
@@ -91,8 +92,7 @@ class Matcher:
         A line longer than ``MAX_LINE`` characters (binary junk, progress bars joined by
         ``\\r``) is matched on its head and tail only, which keeps every regex linear-time.
         """
-        if len(text) > MAX_LINE:
-            text = text[: MAX_LINE // 2] + "\n" + text[-(MAX_LINE // 2) :]
+        text = _bounded(text)
         if len(text) > _MEMO_MAX_LINE:
             candidates = self._candidates(_strip_digits(text))
         else:
@@ -126,7 +126,7 @@ class Matcher:
 
     def match_naive(self, text: str) -> tuple[Hit, ...]:
         """The same answer as :meth:`match`, trying every regex: the reference for tests."""
-        return self._try(text, range(len(self._signatures)))
+        return self._try(_bounded(text), range(len(self._signatures)))
 
     def _try(self, text: str, indices: Iterable[int]) -> tuple[Hit, ...]:
         hits: list[Hit] = []
@@ -194,6 +194,12 @@ def normalize_pci(address: str) -> str:
 def default_matcher() -> Matcher:
     """A matcher over the packaged catalogue, built once per process."""
     return Matcher(load_catalogue())
+
+
+def _bounded(text: str) -> str:
+    if len(text) <= MAX_LINE:
+        return text
+    return text[: MAX_LINE // 2] + "\n" + text[-(MAX_LINE // 2) :]
 
 
 def _strip_digits(text: str) -> str:
