@@ -24,7 +24,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated subset and order of faults (default: xid79,hang,slow_rank,app_error)",
     )
     parser.add_argument("--workdir", type=Path, help="keep the demo's files here (default: temp)")
-    parser.add_argument("--scheduler", choices=("local",), default="local")
+    parser.add_argument(
+        "--scheduler",
+        choices=("local", "slurm"),
+        default="local",
+        help="local: torchrun process groups on virtual nodes; slurm: a real Slurm lab "
+        "cluster (munge, slurmctld, 4 slurmd) started for the demo and stopped after it",
+    )
     parser.add_argument("--no-api", action="store_true", help="do not start the HTTP API")
     parser.add_argument("-v", "--verbose", action="store_true")
 
@@ -47,7 +53,12 @@ def run(args: argparse.Namespace) -> int:
     options = DemoOptions(
         mode=args.mode, workdir=args.workdir, scenarios=scenarios, api=not args.no_api
     )
-    report = DemoRunner(options, say=lambda line: print(line, flush=True)).run()
+    runner_class = DemoRunner
+    if args.scheduler == "slurm":
+        from trainmedic.demo.slurm_job import SlurmDemoRunner
+
+        runner_class = SlurmDemoRunner
+    report = runner_class(options, say=lambda line: print(line, flush=True)).run()
     print(json.dumps(_summary(report)), flush=True)
     if args.report is not None:
         args.report.write_text(json.dumps(report, indent=2) + "\n")

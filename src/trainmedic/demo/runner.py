@@ -31,6 +31,7 @@ from trainmedic.demo.report import IncidentReport, Timeline, goodput, report_ent
 from trainmedic.demo.scenarios import Scenario
 from trainmedic.errors import TrainmedicError
 from trainmedic.model import Action
+from trainmedic.schedulers.base import SchedulerAdapter
 from trainmedic.schedulers.local import LocalJobSpec, LocalScheduler
 from trainmedic.service import Service
 from trainmedic.store import AdviceRecord, AdviceStatus, IncidentRecord, JobSpec, Store, sqlite_url
@@ -78,15 +79,14 @@ class DemoRunner:
 
     def _run_in(self, workdir: Path) -> dict[str, Any]:
         config = demo_config(self.options.mode)
-        # A short stop grace: a hung rank ignores SIGTERM until it is killed.
-        self.sched = LocalScheduler(workdir / "cluster", nodes=NODES, grace_s=1.5)
+        adapter = self._start_scheduler(workdir)
         self.store = Store(sqlite_url(str(workdir / "state.db")))
         self.service = Service(
             config,
             self.store,
-            self.sched,
+            adapter,
             executor_id="demo",
-            kernel_logs={n: str(self.sched.kernel_log(n)) for n in NODES},
+            kernel_logs=self._kernel_logs(),
         )
         self.run_dir = workdir / "run"
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -101,7 +101,7 @@ class DemoRunner:
         finally:
             self._stop.set()
             loop.join(timeout=10)
-            self.sched.shutdown(cancel_jobs=True)
+            self._stop_scheduler()
             if api is not None:
                 api.stop()
             self.store.close()
@@ -120,6 +120,25 @@ class DemoRunner:
                     self.timeline.executor(event)
             self._stop.wait(max(0.0, interval - (time.monotonic() - started)))
 
+    # -- the scheduler backend (the Slurm demo overrides these: demo.slurm_job) -----------
+
+    def _start_scheduler(self, workdir: Path) -> SchedulerAdapter:
+        # A short stop grace: a hung rank ignores SIGTERM until it is killed.
+        self.sched = LocalScheduler(workdir / "cluster", nodes=NODES, grace_s=1.5)
+        return self.sched
+
+    def _stop_scheduler(self) -> None:
+        self.sched.shutdown(cancel_jobs=True)
+
+    def _kernel_logs(self) -> dict[str, str]:
+        return {n: str(self.sched.kernel_log(n)) for n in NODES}
+
+    def _job_nodes(self, job_id: str) -> tuple[str, ...]:
+        return self.sched.job(job_id).nodes
+
+    def _job_finished(self, job_id: str) -> bool:
+        return self.sched.job(job_id).state.is_terminal()
+
     # -- the job -------------------------------------------------------------------------
 
     def _submit(self) -> str:
@@ -136,7 +155,7 @@ class DemoRunner:
             JobSpec(
                 log_paths=(str(self.run_dir / "job.out"),),
                 checkpoint_dir=str(self.run_dir / "checkpoints"),
-                kernel_logs={n: str(self.sched.kernel_log(n)) for n in NODES},
+                kernel_logs=self._kernel_logs(),
                 nodes=NODES,
             ),
             name="demo-ddp",
@@ -181,7 +200,7 @@ class DemoRunner:
         for number, scenario in enumerate(self.options.scenarios, 1):
             self._wait_steady(job_id, 30)
             entries.extend(self._one(job_id, number, scenario, faults))
-            if self.sched.job(job_id).state.is_terminal():
+            if self._job_finished(job_id):
                 break
         end = time.time()
         final_iteration = max((a.last_iteration or 0) for a in self.store.list_attempts(job_id))
@@ -197,9 +216,8 @@ class DemoRunner:
 
     def _inject(self, job_id: str, number: int, scenario: Scenario, faults: list[Any]) -> float:
         fault = {"id": f"demo-{number}-{scenario.fault}", **scenario.trainer_fault}
-        job = self.sched.job(job_id)
         if scenario.target == "second_node":
-            fault["node"] = job.nodes[1]
+            fault["node"] = self._job_nodes(job_id)[1]
         elif scenario.target == "last_rank":
             fault["rank"] = 3
         if scenario.at_iter_ahead is not None:
