@@ -44,7 +44,9 @@ MAX_JOB_EVENTS = 2000
 MAX_NODE_EVENTS = 500
 # Node evidence this long before an attempt started still counts (a GPU that fell off the bus
 # just before the job landed on it).
-NODE_EVIDENCE_LOOKBACK_S = 120.0
+NODE_EVIDENCE_LOOKBACK_S = 10.0
+# A node death reported this long after Slurm requeued the job still belongs to the lost attempt.
+REQUEUE_GRACE_S = 120.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +92,7 @@ class Engine:
         self._node_events: dict[str, deque[Event]] = {}
         self._telemetry: dict[tuple[str, str, str], float] = {}
         self._node_state: dict[str, NodeState] = {}
+        self._used: set[Event] = set()  # node events an earlier finding was based on
 
     # -- watching ------------------------------------------------------------------------
 
@@ -204,7 +207,7 @@ class Engine:
         elif (
             node in track.previous_nodes
             and track.attempt_changed_at is not None
-            and now - track.attempt_changed_at <= NODE_EVIDENCE_LOOKBACK_S
+            and now - track.attempt_changed_at <= REQUEUE_GRACE_S
         ):
             attempt = track.previous_attempt
         else:
@@ -242,17 +245,29 @@ class Engine:
                 findings.append(self._finding(job_id, track, anomaly, of_attempt))
         return findings
 
-    def _node_evidence(self, track: _JobTrack) -> list[Event]:
-        start = (track.attempt_started or 0.0) - NODE_EVIDENCE_LOOKBACK_S
-        events: list[Event] = []
-        for node in set(track.detector.nodes) | set(track.previous_nodes):
-            for event in self._node_events.get(node, ()):
-                if event.timestamp is None or event.timestamp >= start:
-                    events.append(event)
-        return events
+    def _node_evidence(self, track: _JobTrack, attempt: int) -> list[Event]:
+        """Kernel, telemetry and scheduler events of the attempt's nodes, from shortly before
+        it started, that no earlier finding has used: one Xid explains one incident, not
+        every later one on a node the job still runs on."""
+        if attempt == track.detector.attempt:
+            nodes, since = track.detector.nodes, track.attempt_started
+        else:  # the attempt Slurm requeued by itself when a node died
+            nodes = track.previous_nodes
+            since = (track.attempt_changed_at or 0.0) - REQUEUE_GRACE_S
+        start = (since or 0.0) - NODE_EVIDENCE_LOOKBACK_S
+        return [
+            event
+            for node in nodes
+            for event in self._node_events.get(node, ())
+            if event not in self._used and (event.timestamp is None or event.timestamp >= start)
+        ]
 
     def _finding(self, job_id: str, track: _JobTrack, anomaly: Anomaly, attempt: int) -> Finding:
-        node_events = self._node_evidence(track)
+        node_events = self._node_evidence(track, attempt)
+        self._used.update(node_events)
+        if len(self._used) > 4 * MAX_NODE_EVENTS:  # forget events the node buffers dropped
+            kept = {e for events in self._node_events.values() for e in events}
+            self._used &= kept
         # System evidence first: on equal timestamps the kernel's word outranks app lines.
         evidence = tuple(node_events) + tuple(track.events) + anomaly.evidence
         verdict = verdict_for_anomaly(anomaly, attribute(evidence) if evidence else None)

@@ -99,3 +99,19 @@ def test_node_down_after_the_scheduler_requeued_the_job_is_node_hardware() -> No
     assert finding.verdict.category is Category.NODE_HARDWARE
     assert finding.verdict.implicated.nodes == ("n2",)
     assert engine.evaluate(t + 2.0) == []
+
+
+def test_an_xid_explains_one_incident_not_the_next_one_on_the_same_node() -> None:
+    engine = _engine()
+    _running(engine, 0.0)
+    t = _progress(engine, 1.0, range(1, 40))
+    kernel = LogLine(t, f"kernel: {XID79}", EvidenceSource.KERNEL_LOG, "kern.log", 7, node="n2")
+    engine.observe(kernel, t)
+    (first,) = engine.evaluate(t + 1.0)
+    assert first.verdict.category is Category.GPU_HARDWARE
+    # Restarted in place (monitor mode: nobody excluded n2), then it hangs.
+    _running(engine, t + 2.0, attempt=1)
+    t2 = _progress(engine, t + 3.0, range(40, 80))
+    (second,) = engine.evaluate(t2 + 6.0) or engine.evaluate(t2 + 6.6)
+    assert second.verdict.kind is Kind.HANG
+    assert second.verdict.category is Category.UNKNOWN
