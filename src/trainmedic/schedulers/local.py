@@ -259,7 +259,10 @@ class LocalScheduler:
             ended = ", ".join(
                 f"{node} exit {'killed' if code is None else code}" for _t, node, code in failed
             )
+            stopped = [launch.node for launch, up in zip(job.launches, alive, strict=True) if up]
             reason = f"NonZeroExitCode: {ended}"
+            if stopped:
+                reason += f"; stopped: {','.join(stopped)}"
         job = dataclasses.replace(
             job, state=outcome, exit_code=exit_code, reason=reason, ended_at=time.time()
         )
