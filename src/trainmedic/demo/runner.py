@@ -187,9 +187,11 @@ class DemoRunner:
     # -- the faults ----------------------------------------------------------------------
 
     def _scenarios(self) -> dict[str, Any]:
+        submitted = time.time()
         job_id = self._submit()
         self.timeline.say(f"job {job_id}: DDP trainer, 2 nodes x 2 ranks, on 4 virtual nodes")
         first = self._wait_steady(job_id, 30)
+        cold_start = self._first_progress(job_id, -1) - submitted
         started = rate_t0 = time.time()
         rate_i0 = first
         self._wait_steady(job_id, 60)
@@ -212,6 +214,7 @@ class DemoRunner:
             "job_id": job_id,
             "wall_s": round(end - started, 2),
             "steady_it_per_s": round(rate, 1),
+            "cold_start_s": round(cold_start, 2),
         }
 
     def _inject(self, job_id: str, number: int, scenario: Scenario, faults: list[Any]) -> float:
@@ -304,14 +307,18 @@ class DemoRunner:
         self.sched.requeue(job_id, ())
         self.timeline.say("operator: plain requeue (trainmedic only advised)")
 
-    def _productive_again(self, job_id: str, failed_attempt: int) -> float:
+    def _first_progress(self, job_id: str, after_attempt: int) -> float:
         def first_progress() -> float | None:
             for record in self.store.list_attempts(job_id):
-                if record.attempt > failed_attempt and record.first_progress_at is not None:
+                if record.attempt > after_attempt and record.first_progress_at is not None:
                     return record.first_progress_at
             return None
 
-        productive: float = self._wait("training to resume", first_progress, 60.0)
+        found: float = self._wait("training progress", first_progress, 90.0)
+        return found
+
+    def _productive_again(self, job_id: str, failed_attempt: int) -> float:
+        productive = self._first_progress(job_id, failed_attempt)
         resumed = next(a for a in self.store.list_attempts(job_id) if a.attempt > failed_attempt)
         self.timeline.say(
             f"productive again: attempt {resumed.attempt} on {', '.join(resumed.nodes)} "
