@@ -183,6 +183,11 @@ class LocalScheduler:
                     f"{len(state.nodes)}"
                 )
             job_id = str(state.next_job)
+            # Pin relative paths to the submitter's directory: a re-adopting instance may
+            # run elsewhere, and relative arguments in the command must keep their meaning.
+            spec = dataclasses.replace(
+                spec, run_dir=str(Path(spec.run_dir).absolute()), cwd=spec.cwd or os.getcwd()
+            )
             job = JobRecord(job_id=job_id, spec=spec, submitted_at=time.time())
             state = dataclasses.replace(state, next_job=state.next_job + 1)
             state = self._put(state, job)

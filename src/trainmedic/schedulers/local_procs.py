@@ -61,7 +61,7 @@ class LaunchTable:
         )
         wrapped = proc.wrapped_argv(argv, Path(launch.exit_file))
         run_dir = Path(spec.run_dir)
-        child = proc.spawn(wrapped, env, run_dir / "job.out", cwd=run_dir)
+        child = proc.spawn(wrapped, env, run_dir / "job.out", cwd=Path(spec.cwd or "."))
         self._children[child.pid] = child
         return Launch(
             node=launch.node,

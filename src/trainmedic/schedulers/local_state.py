@@ -25,7 +25,8 @@ STATE_VERSION = 1
 class LocalJobSpec:
     """What to run: ``command`` is torchrun's program and arguments, e.g.
     ``("-m", "trainmedic.examples.trainer", "--run-dir", RUN, "--iters", "3000")``.
-    Output of every attempt is appended to ``<run_dir>/job.out``."""
+    Output of every attempt is appended to ``<run_dir>/job.out``; ``env`` is added to the
+    service's environment; the command runs in ``cwd`` (default: the submitter's)."""
 
     name: str
     nnodes: int
@@ -33,6 +34,7 @@ class LocalJobSpec:
     command: tuple[str, ...]
     run_dir: str
     env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str = ""
 
 
 @dataclass(frozen=True, slots=True)
