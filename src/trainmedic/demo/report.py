@@ -7,6 +7,9 @@ Report format (Unix-time floats; None where a step did not happen)::
                     "expected_kind", "expected_category", ...}],
      "goodput": 0..1, "mode": "action" | "monitor", "actions_taken": N, ...}
 
+``injected_at`` is when the trainer fired the fault (the first rank's record in its
+``faults.log``), or when the demo wrote the fault file if the trainer left no record.
+
 ``goodput`` is the fraction of the demo's wall time that produced net training progress:
 (final iteration - iteration when the faults began) / steady rate / wall time. Work redone
 after a resume, time lost to detection, restart and the straggler all lower it.

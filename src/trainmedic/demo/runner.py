@@ -252,7 +252,8 @@ class DemoRunner:
             seen.add(incident.id)
             advice = self._advice(incident)
             self.timeline.incident(incident, advice)
-            fault_at = injected if scenario.at_iter_ahead is None else incident.fault_time
+            fired = self._fired_at(f"demo-{number}-{scenario.fault}", incident.attempt)
+            fault_at = fired if fired is not None else injected
             done_at, productive_at = self._recovery(job_id, scenario, incident, advice)
             out.append(
                 report_entry(scenario, incident, advice, fault_at, done_at, productive_at, expected)
@@ -273,6 +274,23 @@ class DemoRunner:
             10.0,
         )
         return advice
+
+    def _fired_at(self, fault_id: str, attempt: int) -> float | None:
+        """When the trainer actually fired the fault in that attempt (its faults.log), the
+        earliest rank first; None when it left no record."""
+        times: list[float] = []
+        try:
+            lines = (self.run_dir / "faults.log").read_text().splitlines()
+        except OSError:
+            return None
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue  # a line being written
+            if record.get("id") == fault_id and record.get("attempt") == attempt:
+                times.append(float(record["time"]))
+        return min(times, default=None)
 
     def _advice_of(self, incident: IncidentRecord) -> AdviceRecord | None:
         advice = self.store.list_advice(incident.job_id)
