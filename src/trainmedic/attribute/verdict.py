@@ -72,10 +72,23 @@ def _earliest(candidates: Sequence[Event], order: dict[int, int]) -> Event:
     return best
 
 
+def _weak_gpu_symptom(root: Event, hw: Event) -> bool:
+    """An app-log GPU error ("CUDA error: unknown error") the kernel's GPU record explains: the
+    kernel line names the device and says how bad it is (Xid 79 drains, the app line cannot)."""
+    return (
+        root.category is Category.GPU_HARDWARE
+        and hw.category is Category.GPU_HARDWARE
+        and hw.strong
+        and not root.strong
+        and not root.evidence.is_system()
+    )
+
+
 def _hardware_outranks(hw: Event, root: Event) -> bool:
     # Only a generic GPU/communication failure is a symptom hardware can explain; the job's own
     # errors (OOM, asserts, exceptions: category application) stand on their own.
-    if root.category not in _EXPLAINABLE or not _SYMPTOM.search(root.text):
+    explainable = root.category in _EXPLAINABLE or _weak_gpu_symptom(root, hw)
+    if not explainable or not _SYMPTOM.search(root.text):
         return False
     if hw.timestamp is not None and root.timestamp is not None:
         return hw.timestamp <= root.timestamp + HARDWARE_LAG_S

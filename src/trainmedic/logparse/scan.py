@@ -32,6 +32,8 @@ _KERNEL_FILE = re.compile(
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]")
 _KERNEL_PREFIX = re.compile(r"kernel: |^\s*\[\s*\d+\.\d+\]")
 _KERNEL_BODY = ("NVRM:", "pcieport", "mlx5_core", "EDAC", "mce:", "nvidia-nvswitch")
+_RANK_LEAD = re.compile(r"\[rank(\d{1,6})\]:")
+_MAX_RANKS = 100_000
 _RANK_FILE = re.compile(r"(?i)(?:rank|default|worker|proc)[._-]?(\d{1,5})(?:\D|$)")
 
 
@@ -229,6 +231,10 @@ def scan_lines(
             year = full_date_year(text)
         if not tracebacks.active:  # frames ("train_step(...)") are never progress
             progress.observe(line_no, text)
+        if text[:5] == "[rank":  # a rank that only prints ordinary lines is still alive
+            seen = _RANK_LEAD.match(text)
+            if seen is not None and len(out.ranks) < _MAX_RANKS:
+                out.ranks.add(int(seen.group(1)))
         width = len(text)
         if width >= WRAP_MIN:
             widths[width] = widths.get(width, 0) + 1
