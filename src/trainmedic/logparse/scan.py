@@ -30,7 +30,8 @@ _KERNEL_FILE = re.compile(
     r"(?i)(?:^|[._-])(?:kern|kernel|dmesg|syslog|messages|journal)(?:[._-]|$)"
 )
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]")
-_KERNEL_PREFIX = re.compile(r"kernel: |^\s*\[\s*\d+\.\d+\]")
+# dmesg uptime stamps; a 10-digit "[1712003311.228100]" is epoch time (UCX), not a kernel line.
+_KERNEL_PREFIX = re.compile(r"kernel: |^\s*\[\s*\d{1,8}\.\d+\]")
 _KERNEL_BODY = ("NVRM:", "pcieport", "mlx5_core", "EDAC", "mce:", "nvidia-nvswitch")
 _RANK_LEAD = re.compile(r"\[rank(\d{1,6})\]:")
 _MAX_RANKS = 100_000
