@@ -1,0 +1,81 @@
+"""Mechanisms found while building the generalisation set, end to end through ``analyze_path``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trainmedic.analyze import analyze_path
+from trainmedic.model import EvidenceSource, Verdict
+
+
+def _analyze(tmp_path: Path, text: str, name: str = "job.log") -> Verdict:
+    path = tmp_path / name
+    path.write_text(text)
+    return analyze_path(path).verdict
+
+
+def test_kernel_xid_outranks_the_weak_app_symptom_it_explains(tmp_path: Path) -> None:
+    # The app's "unknown error" is printed first; the kernel's Xid 79 two seconds later names
+    # the device and is strong enough to drain: it is the root cause.
+    v = _analyze(
+        tmp_path,
+        "2025-04-04T12:00:01.120Z [rank4]: torch.AcceleratorError: CUDA error: unknown error\n"
+        "2025-04-04T12:00:03.002Z kernel: NVRM: Xid (PCI:0000:4c:00): 79, pid=7712, "
+        "name=python, GPU has fallen off the bus.\n",
+    )
+    assert str(v.category) == "gpu_hardware"
+    assert v.root_cause is not None and v.root_cause.signature == "nvrm.xid"
+    assert v.root_cause.evidence is EvidenceSource.KERNEL_LOG
+
+
+def test_the_rank_that_printed_but_never_timed_out_is_the_culprit(tmp_path: Path) -> None:
+    watchdog = (
+        "[rank{r}]:[E330 02:10:01.000000001 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=24011, OpType=ALLGATHER, NumelIn=8, "
+        "NumelOut=64, Timeout(ms)=1800000) ran for 1800088 milliseconds before timing out.\n"
+    )
+    text = "".join(watchdog.format(r=r) for r in (0, 1, 3))
+    text += "[rank2]: building eval batches ...\n"
+    v = _analyze(tmp_path, text)
+    assert str(v.kind) == "hang"
+    assert v.implicated.ranks == (2,)
+
+
+def test_enomem_in_ib_registration_is_the_memlock_limit(tmp_path: Path) -> None:
+    v = _analyze(
+        tmp_path,
+        "gpu-m02:2211:2290 [0] transport/net_ib.cc:1092 NCCL WARN NET/IB : ibv_reg_mr failed "
+        "in 2 tries, last error: Cannot allocate memory\n",
+    )
+    assert str(v.category) == "system_software"
+    assert v.root_cause is not None and v.root_cause.signature == "nccl.ib_memlock"
+
+
+def test_loss_scale_at_its_floor_is_a_divergence(tmp_path: Path) -> None:
+    v = _analyze(
+        tmp_path,
+        "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 2, reducing to 1\n"
+        "Exception: Current loss scale already at minimum - cannot decrease scale anymore. "
+        "Exiting run.\n",
+    )
+    assert v.failure and str(v.category) == "application"
+
+
+def test_epoch_second_brackets_are_not_kernel_lines(tmp_path: Path) -> None:
+    v = _analyze(
+        tmp_path,
+        "[1712003311.228100] [gpu-c07:4411:0]    ib_mlx5_log.c:177  UCX  ERROR Error on mlx5_1:1 "
+        "QP 0x1a2f wqe[311]: Transport retry count exceeded (synd 0x15 vend 0x81) opcode SEND\n",
+    )
+    assert str(v.category) == "network_hardware"
+    assert v.root_cause is not None and v.root_cause.evidence is EvidenceSource.APP_LOG
+
+
+def test_store_connect_timeout_alone_is_a_cascade(tmp_path: Path) -> None:
+    v = _analyze(
+        tmp_path,
+        "torch.distributed.DistNetworkError: The client socket has failed to connect to "
+        "[master-0]:29500 (errno: 110 - Connection timed out).\n",
+    )
+    assert v.failure and str(v.category) == "unknown"
+    assert v.confidence < 0.5
