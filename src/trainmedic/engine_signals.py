@@ -26,8 +26,8 @@ from trainmedic.observations import JobStatus, NodeStatus
 from trainmedic.schedulers.base import JobState, NodeState
 
 # The attempt banner the trainer and the local backend print at every (re)start
-# ("trainer start attempt=2 ...", "=== trainmedic attempt=2 ...").
-ATTEMPT_BANNER = re.compile(r"(?:trainer start|trainmedic) attempt=(\d+)")
+# ("trainer start attempt=2 ...", "==== <time> trainmedic-local job=7 attempt=2 ...").
+ATTEMPT_BANNER = re.compile(r"(?:trainer start|trainmedic\S*(?: job=\S+)?) attempt=(\d+)")
 
 # (category, strong) for job states that name their own cause.
 _JOB_STATE_CAUSES: dict[JobState, tuple[str, Category, bool]] = {

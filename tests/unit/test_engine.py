@@ -77,7 +77,7 @@ def test_lines_of_an_earlier_attempt_are_not_evidence() -> None:
     _running(engine, 0.0, attempt=1)
     app = EvidenceSource.APP_LOG
     old = [
-        "=== trainmedic attempt=0 job=j",
+        "==== 2026-11-29T09:00:00.000Z trainmedic-local job=j attempt=0 nodes=n1,n2 starting ====",
         "[rank1]: KeyError: 'decoder.layers.12.weight'",
     ]
     for n, text in enumerate(old, 1):
