@@ -79,3 +79,20 @@ def test_store_connect_timeout_alone_is_a_cascade(tmp_path: Path) -> None:
     )
     assert v.failure and str(v.category) == "unknown"
     assert v.confidence < 0.5
+
+
+def test_a_launcher_reporting_a_sigkilled_worker_is_a_likely_host_oom(tmp_path: Path) -> None:
+    v = _analyze(
+        tmp_path,
+        "mpirun noticed that process rank 3 with PID 4711 on node gpu07 exited on signal 9 "
+        "(Killed).\n",
+    )
+    assert str(v.category) == "application" and v.confidence < 0.5
+    assert v.implicated.ranks == (3,) and v.implicated.nodes == ("gpu07",)
+    spawn = _analyze(
+        tmp_path,
+        "torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal "
+        "SIGKILL\n",
+        "spawn.log",
+    )
+    assert spawn.failure and str(spawn.category) == "application"

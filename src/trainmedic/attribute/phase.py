@@ -107,7 +107,8 @@ def silence_after_init(progress: ProgressSummary | None) -> PhaseFinding | None:
 
 _SIGKILL_TEXT = re.compile(
     r"(?i)(?:exit ?code|exit status|return ?code|exited with code)\s*[:=]?\s*(?:-9|137)\b"
-    r"|Signal 9 \(SIGKILL\)|signal: killed\b"
+    r"|Signal 9 \(SIGKILL\)|signal: killed\b|terminated with signal SIGKILL\b"
+    r"|exited on signal 9\b"
 )
 
 

@@ -297,7 +297,10 @@ def _teardown_only(teardown: Sequence[Event], events: Sequence[Event], facts: Jo
 def _from_finding(
     finding: PhaseFinding, events: Sequence[Event], facts: JobFacts, timeouts: Sequence[Event]
 ) -> Verdict:
-    culprit = find_culprit(None, timeouts, facts.child_failures, facts.ranks_seen)
+    # A launcher's "rank 3 on gpu07 was SIGKILLed" names the victim; a timeout line would not.
+    evidence = finding.evidence
+    named = evidence if evidence is not None and evidence.role is Role.TEARDOWN else None
+    culprit = find_culprit(named, timeouts, facts.child_failures, facts.ranks_seen)
     return Verdict(
         failure=True,
         kind=finding.kind,
