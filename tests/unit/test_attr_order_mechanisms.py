@@ -96,3 +96,20 @@ def test_a_launcher_reporting_a_sigkilled_worker_is_a_likely_host_oom(tmp_path: 
         "spawn.log",
     )
     assert spawn.failure and str(spawn.category) == "application"
+
+
+def test_an_unknown_exception_ending_a_traceback_is_the_program(tmp_path: Path) -> None:
+    v = _analyze(
+        tmp_path,
+        "[rank0]: Traceback (most recent call last):\n"
+        '[rank0]:   File "train.py", line 3, in <module>\n'
+        "[rank0]:     run()\n"
+        "[rank0]: RuntimeError: CUDA error: operation not permitted when stream is capturing\n",
+    )
+    assert v.failure and str(v.category) == "application"
+    assert v.confidence <= 0.5 and v.implicated.ranks == (0,)
+
+
+def test_an_exception_line_outside_a_traceback_is_not_a_failure(tmp_path: Path) -> None:
+    v = _analyze(tmp_path, "WARNING retrying: ConnectionError: peer busy\nstep 10 loss 1.2\n")
+    assert not v.failure

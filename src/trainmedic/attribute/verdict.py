@@ -176,6 +176,33 @@ def _implicated(root: Event | None, events: Sequence[Event], culprit: Culprit) -
     return Implicated(nodes=tuple(nodes), ranks=ranks, gpus=tuple(gpus))
 
 
+UNCAUGHT_CONFIDENCE = 0.5
+"""Confidence of a verdict resting only on an exception no signature describes."""
+
+
+def _uncaught_exceptions(events: Sequence[Event], facts: JobFacts) -> list[Event]:
+    """Exception lines closing a traceback (application context of kind crash, frames in their
+    neighbourhood) that are not a known cascade/teardown line and that training did not
+    survive, earliest first."""
+    explained = {(e.source, e.line) for e in events if e.role is not Role.CONTEXT}
+    found = [
+        e
+        for e in events
+        if e.role is Role.CONTEXT
+        and e.category is Category.APPLICATION
+        and e.kind is Kind.CRASH
+        and (e.source, e.line) not in explained
+        and _IN_TRACEBACK.search(facts.neighbours.get(e, ""))
+        and not _survived(e, facts.progress_after)
+    ]
+    order = {id(e): i for i, e in enumerate(events)}
+    found.sort(key=lambda e: order[id(e)])
+    return found
+
+
+_IN_TRACEBACK = re.compile(r'Traceback \(most recent call last\)|^\s*(?:\S+\s+)?File "', re.M)
+
+
 def _noise(events: Sequence[Event], root: Event | None) -> tuple[Event, ...]:
     return tuple(e for e in events if e is not root and e.role in (Role.CASCADE, Role.TEARDOWN))
 
@@ -189,6 +216,11 @@ def attribute(events: Sequence[Event], *, facts: JobFacts | None = None) -> Verd
     cascades = [e for e in events if e.role is Role.CASCADE]
     if primaries:
         return _from_root(choose_root(primaries, events), events, facts)
+    uncaught = _uncaught_exceptions(events, facts)
+    if uncaught:
+        # No catalogue entry knows the exception, but a traceback ended the job in its own
+        # code: more likely the program than anything the cascades or teardown could say.
+        return _from_root(uncaught[0], events, facts, confidence_cap=UNCAUGHT_CONFIDENCE)
     # Hardware context with nothing else (e.g. only "Xid 45 caused by previous Xid 149"):
     # the kernel still says what broke, with less certainty.
     # Weak hardware context counts only from the kernel (corrected AER, MCE "events logged").
