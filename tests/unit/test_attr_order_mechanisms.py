@@ -113,3 +113,19 @@ def test_an_unknown_exception_ending_a_traceback_is_the_program(tmp_path: Path) 
 def test_an_exception_line_outside_a_traceback_is_not_a_failure(tmp_path: Path) -> None:
     v = _analyze(tmp_path, "WARNING retrying: ConnectionError: peer busy\nstep 10 loss 1.2\n")
     assert not v.failure
+
+
+def test_peer_transfer_errors_yield_to_the_peer_own_failure(tmp_path: Path) -> None:
+    ib = (
+        "gpu-s2:1201:1390 [0] transport/net_ib.cc:1699 NCCL WARN NET/IB : Got completion from "
+        "peer 10.7.1.33<38812> with status=12 opcode=0 len=0 vendor err 129 (Recv)\n"
+    )
+    oom = _analyze(
+        tmp_path,
+        ib + "[rank8]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4 GiB.\n",
+    )
+    assert str(oom.category) == "application" and oom.implicated.ranks == (8,)
+    node = _analyze(tmp_path, ib + "srun: error: Node failure on gpu-h07\n", "node.log")
+    assert str(node.category) == "node_hardware"
+    alone = _analyze(tmp_path, ib, "alone.log")
+    assert str(alone.category) == "network_hardware"

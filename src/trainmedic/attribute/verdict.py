@@ -1,11 +1,9 @@
 """Attribution: from matched events to one verdict (pure).
 
-1. The root cause is the earliest ``primary`` event: by timestamp when both events carry one,
-   by line order within one file, by input order otherwise; on one line, the more specific
-   signature. A generic wrapper (NCCL "unhandled cuda error") yields to the detail line just
-   below it ("Last error: Cuda failure ..."). An app-log error the job then trained past
-   (``SURVIVED_REPORTS`` progress lines) is not a cause. Kernel-log hardware evidence outranks a
-   generic GPU/NCCL symptom it can explain unless the clocks say it came clearly later.
+1. The root cause is the earliest ``primary`` event, with the corrections in ``root.py``
+   (detail lines, peer symptoms, kernel hardware evidence). An app-log error the job then
+   trained past (``SURVIVED_REPORTS`` progress lines) is not a cause; an exception no
+   signature knows, closing a traceback, is a low-confidence application cause.
 2. Context rules (``context_rules.toml``) refine its category.
 3. Without a primary: strong hardware context (Xid 45 "caused by previous Xid 149") still
    names the hardware; cascades (timeouts on every rank, closed by peer) give a
@@ -28,6 +26,7 @@ from trainmedic.attribute.phase import (
     silence_after_init,
     solo_phase,
 )
+from trainmedic.attribute.root import choose_root
 from trainmedic.attribute.rules import refine_with_support
 from trainmedic.logparse.elastic import SIGABRT_EXITS
 from trainmedic.model import (
@@ -41,96 +40,8 @@ from trainmedic.model import (
     Verdict,
 )
 
-HARDWARE_LAG_S = 60.0
-"""A kernel hardware event up to this much later than an app error still explains it."""
-
-_EXPLAINABLE = frozenset({Category.UNKNOWN, Category.SYSTEM_SOFTWARE})
 _NOT_GPU = frozenset({Category.NODE_HARDWARE, Category.NETWORK_HARDWARE})
-_SYMPTOM = re.compile(r"(?i)cuda|nccl|cublas|cudnn|nvml|gpu|xid|device|bus error|sigbus")
 _TIMEOUT = re.compile(r"(?i)timed? ?out|timeout|watchdog")
-
-
-def _earlier(a: Event, b: Event, order: dict[int, int]) -> bool:
-    if a.timestamp is not None and b.timestamp is not None and a.timestamp != b.timestamp:
-        return a.timestamp < b.timestamp
-    if a.source == b.source:
-        if a.line == b.line:  # two signatures on one line: the one that says more
-            return _specificity(a) > _specificity(b)
-        return a.line < b.line
-    return order[id(a)] < order[id(b)]
-
-
-def _specificity(event: Event) -> tuple[bool, bool]:
-    return (event.category is not Category.UNKNOWN, event.strong)
-
-
-def _earliest(candidates: Sequence[Event], order: dict[int, int]) -> Event:
-    best = candidates[0]
-    for event in candidates[1:]:
-        if _earlier(event, best, order):
-            best = event
-    return best
-
-
-def _weak_gpu_symptom(root: Event, hw: Event) -> bool:
-    """An app-log GPU error ("CUDA error: unknown error") the kernel's GPU record explains: the
-    kernel line names the device and says how bad it is (Xid 79 drains, the app line cannot)."""
-    return (
-        root.category is Category.GPU_HARDWARE
-        and hw.category is Category.GPU_HARDWARE
-        and hw.strong
-        and not root.strong
-        and not root.evidence.is_system()
-    )
-
-
-def _hardware_outranks(hw: Event, root: Event) -> bool:
-    # Only a generic GPU/communication failure is a symptom hardware can explain; the job's own
-    # errors (OOM, asserts, exceptions: category application) stand on their own.
-    explainable = root.category in _EXPLAINABLE or _weak_gpu_symptom(root, hw)
-    if not explainable or not _SYMPTOM.search(root.text):
-        return False
-    if hw.timestamp is not None and root.timestamp is not None:
-        return hw.timestamp <= root.timestamp + HARDWARE_LAG_S
-    return True
-
-
-DETAIL_LINES = 8
-"""How far below a generic error its detail lines ("Last error: ...") may sit."""
-
-
-def _specific_detail(root: Event, primaries: Sequence[Event]) -> Event:
-    """A generic wrapper error (category unknown, e.g. NCCL's "unhandled cuda error") is
-    followed by the line that says what failed ("Last error: Cuda failure 'out of memory'"):
-    that line is the cause."""
-    if root.category is not Category.UNKNOWN:
-        return root
-    details = [
-        e
-        for e in primaries
-        if e.source == root.source
-        and root.line < e.line <= root.line + DETAIL_LINES
-        and e.category is not Category.UNKNOWN
-    ]
-    return min(details, key=lambda e: e.line) if details else root
-
-
-def choose_root(primaries: Sequence[Event], events: Sequence[Event]) -> Event:
-    order = {id(e): i for i, e in enumerate(events)}
-    for e in primaries:
-        order.setdefault(id(e), len(order))
-    root = _specific_detail(_earliest(primaries, order), primaries)
-    kernel_hw = [
-        e
-        for e in primaries
-        if e.category.is_hardware() and (e.evidence.is_system() or e.strong) and e is not root
-    ]
-    if kernel_hw:
-        hw = _earliest(kernel_hw, order)
-        if _hardware_outranks(hw, root):
-            return hw
-    return root
-
 
 SURVIVED_REPORTS = 20
 """An app-log error followed by this many progress lines in its file did not stop the job."""
