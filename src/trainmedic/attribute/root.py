@@ -111,7 +111,7 @@ def choose_root(primaries: Sequence[Event], events: Sequence[Event]) -> Event:
 
 _PEER_SYMPTOM = re.compile(
     r"Got completion from peer|[Tt]ransport retry count|RNR retry count|remote process exited"
-    r"|(?:reset|closed) by (?:remote )?peer"
+    r"|(?:reset|closed) by (?:remote )?peer|Call to (?:recv|send) (?:from|to) \S+ failed : "
 )
 _NOT_PEER_CAUSE = frozenset({Category.NETWORK_HARDWARE, Category.UNKNOWN})
 
