@@ -32,7 +32,16 @@ _KERNEL_FILE = re.compile(
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]")
 # dmesg uptime stamps; a 10-digit "[1712003311.228100]" is epoch time (UCX), not a kernel line.
 _KERNEL_PREFIX = re.compile(r"kernel: |^\s*\[\s*\d{1,8}\.\d+\]")
-_KERNEL_BODY = ("NVRM:", "pcieport", "mlx5_core", "EDAC", "mce:", "nvidia-nvswitch", "amdgpu", "[drm:")
+_KERNEL_BODY = (
+    "NVRM:",
+    "pcieport",
+    "mlx5_core",
+    "EDAC",
+    "mce:",
+    "nvidia-nvswitch",
+    "amdgpu",
+    "[drm:",
+)
 _RANK_LEAD = re.compile(r"\[rank(\d{1,6})\]:")
 _MAX_RANKS = 100_000
 _RANK_FILE = re.compile(r"(?i)(?:rank|default|worker|proc)[._-]?(\d{1,5})(?:\D|$)")
