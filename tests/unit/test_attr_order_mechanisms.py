@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainmedic.analyze import analyze_path
+from trainmedic.logparse.prefix import parse_prefix
 from trainmedic.model import EvidenceSource, Verdict
 
 
@@ -129,3 +130,12 @@ def test_peer_transfer_errors_yield_to_the_peer_own_failure(tmp_path: Path) -> N
     assert str(node.category) == "node_hardware"
     alone = _analyze(tmp_path, ib, "alone.log")
     assert str(alone.category) == "network_hardware"
+
+
+def test_pdsh_host_prefix_only_before_a_known_prefix() -> None:
+    p = parse_prefix("node-c14: [rank6]: RuntimeError: x")
+    assert (p.node, p.rank) == ("node-c14", 6)
+    line = "gpu07: [Tue Mar 11 05:01:12 2025] NVRM: Xid (PCI:0000:b7:00): 79"
+    assert line[parse_prefix(line).body_start :].startswith("NVRM: Xid")
+    for text in ("RuntimeError: [rank3] x", "ValueError: 3: x", "WARNING: [rank0]: x"):
+        assert parse_prefix(text).node is None, text

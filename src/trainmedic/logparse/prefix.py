@@ -56,6 +56,12 @@ _BARE_NUMBER = re.compile(r"\[\d+\]\s+(?=\[)")  # a line or pid counter before [
 _NCCL = re.compile(r"([\w.-]+):(\d+):(\d+) \[(\d+)\] ")
 _UCX = re.compile(r"\[([\w.-]+):(\d+) *:\d+:\d+\] ")
 _KERNEL_TAG = re.compile(r"kernel: ")
+# pdsh/clush put "host: " before each line; taken only before another known prefix or a kernel
+# message, and only for host-like names (a digit or a hyphen), so "RuntimeError: " stays text.
+_PDSH = re.compile(
+    r"([A-Za-z][\w.-]*(?:\d|-)[\w.-]*): (?=\[(?:rank|default)\d|\d{1,5}: |\[[A-Z][a-z]{2} "
+    r"|\[\s*\d+\.\d+\]|kernel: |NVRM: |[\w.-]+:\d+:\d+ \[\d+\] )"
+)
 
 
 def _seconds(
@@ -85,6 +91,9 @@ def parse_prefix(line: str, year: int = REFERENCE_YEAR) -> LinePrefix:
     timestamp: float | None = None
     pos = 0
     # Each pass removes at most one prefix; eight is more than any real stack.
+    m = _PDSH.match(line)
+    if m:
+        node, pos = m.group(1), m.end()
     for _ in range(8):
         m = _RANK.match(line, pos)
         if m:
