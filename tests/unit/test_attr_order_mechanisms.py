@@ -139,3 +139,21 @@ def test_pdsh_host_prefix_only_before_a_known_prefix() -> None:
     assert line[parse_prefix(line).body_start :].startswith("NVRM: Xid")
     for text in ("RuntimeError: [rank3] x", "ValueError: 3: x", "WARNING: [rank0]: x"):
         assert parse_prefix(text).node is None, text
+
+
+def test_a_traceback_python_ignored_is_no_failure(tmp_path: Path) -> None:
+    ignored = (
+        "Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x7f3a>\n"
+        "Traceback (most recent call last):\n"
+        '  File "/opt/conda/lib/python3.10/multiprocessing/process.py", line 149, in join\n'
+        "    assert self._parent_pid == os.getpid(), 'can only join a child process'\n"
+        "AssertionError: can only join a child process\n"
+    )
+    assert not _analyze(tmp_path, "step 100 loss 1.2\n" + ignored).failure
+    oom = _analyze(
+        tmp_path,
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB.\n" + ignored,
+        "oom.log",
+    )
+    assert str(oom.category) == "application" and oom.root_cause is not None
+    assert oom.root_cause.line == 1

@@ -88,6 +88,10 @@ def _file_rank(path: str) -> int | None:
 MAX_EVENT_TEXT = 4096
 """Characters of a matched line kept in its event (5000 events of 64 KiB would be 320 MB)."""
 
+IGNORED_MARK = "Exception ignored in"
+"""Python's header for an exception it printed and then ignored (``__del__``, atexit, GC):
+the traceback that follows never ended the program, so its exception line is no event."""
+
 MATCH_CHARS = 16384
 """Longer lines are matched on their head and tail only: an error lands at one end of a
 monster line (a ``\r``-updated progress bar ends with the message printed after it)."""
@@ -217,6 +221,7 @@ def scan_lines(
     progress = ProgressTracker()
     widths: dict[int, int] = {}
     prev = ""
+    ignoring = False  # inside a traceback that follows "Exception ignored in: ..."
     line_no = 0
     for raw in raw_lines:
         line_no += 1
@@ -228,10 +233,14 @@ def scan_lines(
         if out.pending:
             out.neighbour(line_no, text)
         frames = ""
+        ignored = False  # the exception line of a traceback Python says it ignored
         if TRACEBACK_START in text or tracebacks.active:
+            if TRACEBACK_START in text:
+                ignoring = IGNORED_MARK in prev
             unit = tracebacks.feed(line_no, text[parse_prefix(text).body_start :])
             if unit is not None:
                 frames = unit.frames_text()
+                ignored, ignoring = ignoring, False
         if failure_lines > 0 or "exitcode" in text or "Root Cause" in text or "Failures:" in text:
             failure_lines = 40 if "Failures:" in text or "Root Cause" in text else failure_lines - 1
             entry = failures.feed(line_no, text[parse_prefix(text).body_start :])
@@ -262,7 +271,7 @@ def scan_lines(
                 before = list(ring)[:-1]
                 out.add(hits, line_no - 1, joined, year or REFERENCE_YEAR, before, frames)
         else:
-            hits = match(text if len(text) <= MATCH_CHARS else _view(text))
+            hits = () if ignored else match(text if len(text) <= MATCH_CHARS else _view(text))
             if hits:
                 out.add(hits, line_no, text, year or REFERENCE_YEAR, list(ring), frames)
         ring.append((line_no, text[: limits.window_chars]))
