@@ -29,10 +29,12 @@ from trainmedic.engine_signals import (
 )
 from trainmedic.model import Event, EvidenceSource, Kind, LinePrefix, Verdict
 from trainmedic.observations import (
+    CheckpointSaved,
     JobStatus,
     LogLine,
     NodeStatus,
     Observation,
+    Progress,
     TelemetrySample,
 )
 from trainmedic.schedulers.base import JobState, NodeState
@@ -75,6 +77,14 @@ class _JobTrack:
         self.previous_attempt = 0
         self.attempt_changed_at: float | None = None
         self.node_failures: set[tuple[int, str]] = set()
+        self.nodes: tuple[str, ...] = ()  # the nodes of the running attempt
+        # The current attempt's first and latest accepted progress (for the store).
+        self.first_progress: Progress | None = None
+        self.last_progress: Progress | None = None
+
+    def stale_log(self) -> bool:
+        """The log is still showing an attempt the scheduler has already replaced."""
+        return self.log_attempt is not None and self.log_attempt < self.detector.attempt
 
 
 class Engine:
@@ -110,6 +120,12 @@ class Engine:
     def detector(self, job_id: str) -> JobDetectorState:
         return self._jobs[job_id].detector
 
+    def progress_of(self, job_id: str) -> tuple[Progress | None, Progress | None]:
+        """The current attempt's first and latest progress that the engine accepted (lines a
+        replaced attempt printed late are left out)."""
+        track = self._jobs[job_id]
+        return track.first_progress, track.last_progress
+
     # -- feeding -------------------------------------------------------------------------
 
     def observe(self, obs: Observation, now: float) -> None:
@@ -128,14 +144,27 @@ class Engine:
             track = self._jobs.get(getattr(obs, "job_id", None) or "")
             if track is None:
                 return
+            if isinstance(obs, (Progress, CheckpointSaved)) and track.stale_log():
+                return  # the lost attempt's last lines: not progress of the new one
+            if isinstance(obs, Progress):
+                if track.first_progress is None:
+                    track.first_progress = obs
+                if track.last_progress is None or obs.iteration >= track.last_progress.iteration:
+                    track.last_progress = obs
             if isinstance(obs, JobStatus) and obs.attempt != track.detector.attempt:
-                track.previous_nodes = track.detector.nodes
+                track.previous_nodes = track.nodes
                 track.previous_attempt = track.detector.attempt
                 track.attempt_changed_at = obs.time
                 track.events.clear()
                 track.pending = [(a, n) for a, n in track.pending if n == obs.attempt]
                 track.attempt_started = obs.time
+                track.nodes = ()
+                track.first_progress = track.last_progress = None
             if isinstance(obs, JobStatus):
+                if obs.state is JobState.RUNNING and obs.nodes:
+                    # Only a running job's nodes are its own: a requeued job still lists the
+                    # old nodes while it completes.
+                    track.nodes = obs.nodes
                 event = job_status_event(obs)
                 if event is not None and track.detector.state is not obs.state:
                     track.events.append(event)
@@ -178,7 +207,7 @@ class Engine:
             track.log_attempt = int(banner.group(1))
             track.events.clear()
             return
-        if track.log_attempt is not None and track.log_attempt < track.detector.attempt:
+        if track.stale_log():
             return  # lines of an attempt that is already over
         for event in self._events_of(line):
             track.events.append(event)
@@ -195,14 +224,14 @@ class Engine:
         stamped = event if event.timestamp is not None else replace(event, timestamp=now)
         self._node_events.setdefault(node, deque(maxlen=MAX_NODE_EVENTS)).append(stamped)
         for track in self._jobs.values():
-            if node in track.detector.nodes:
+            if node in track.nodes:
                 track.detector.observe_event(stamped, now)
             if stamped.evidence is EvidenceSource.SCHEDULER:
                 self._node_failure(track, node, stamped, now)
 
     def _node_failure(self, track: _JobTrack, node: str, event: Event, now: float) -> None:
         """The scheduler says a node of this job (now, or of the attempt it just lost) died."""
-        if node in track.detector.nodes and track.detector.state is JobState.RUNNING:
+        if node in track.nodes and track.detector.state is JobState.RUNNING:
             attempt = track.detector.attempt
         elif (
             node in track.previous_nodes
@@ -250,7 +279,7 @@ class Engine:
         it started, that no earlier finding has used: one Xid explains one incident, not
         every later one on a node the job still runs on."""
         if attempt == track.detector.attempt:
-            nodes, since = track.detector.nodes, track.attempt_started
+            nodes, since = track.nodes, track.attempt_started
         else:  # the attempt Slurm requeued by itself when a node died
             nodes = track.previous_nodes
             since = (track.attempt_changed_at or 0.0) - REQUEUE_GRACE_S
@@ -278,9 +307,7 @@ class Engine:
             verdict=verdict,
             evidence=_dedupe(evidence),
             iteration=track.detector.iteration,
-            nodes=track.detector.nodes
-            if attempt == track.detector.attempt
-            else track.previous_nodes,
+            nodes=track.nodes if attempt == track.detector.attempt else track.previous_nodes,
         )
 
 

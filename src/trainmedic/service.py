@@ -29,7 +29,7 @@ from trainmedic.model import Action
 from trainmedic.observations import CheckpointSaved, JobStatus, NodeStatus, Observation, Progress
 from trainmedic.policy.decide import decide
 from trainmedic.policy_context import build_context
-from trainmedic.schedulers.base import ClusterSnapshot, SchedulerAdapter
+from trainmedic.schedulers.base import ClusterSnapshot, JobState, SchedulerAdapter
 from trainmedic.sources.checkpoints import CheckpointWatcher
 from trainmedic.sources.dcgm import DcgmScraper
 from trainmedic.sources.joblog import JobLogSource
@@ -101,6 +101,8 @@ class Service:
         }
         self._telemetry = [DcgmScraper(n, url) for n, url in (telemetry_urls or {}).items()]
         self._checkpoint_iter: dict[str, int] = {}  # job -> newest saved checkpoint iteration
+        # Per job, the (first, latest) progress of the current attempt already stored.
+        self._progress_written: dict[str, tuple[Progress | None, Progress | None]] = {}
         self._kernel_template = config.scheduler.slurm.kernel_log_template
         self._discovered_at = float("-inf")
         self._lock = threading.Lock()
@@ -227,11 +229,13 @@ class Service:
                 )
             )
             stored = self.store.get_job(job.job_id)
+            # A requeued job still lists its old nodes while completing: an attempt's nodes
+            # are recorded once it runs.
             if stored is None or stored.state != job.state.value or stored.attempt != job.attempt:
                 self.store.update_job_progress(
                     job.job_id, state=job.state.value, attempt=job.attempt
                 )
-                if job.nodes:
+                if job.nodes and job.state is JobState.RUNNING:
                     self.store.record_attempt_start(
                         job.job_id, job.attempt, started_at=snapshot.time, nodes=job.nodes
                     )
@@ -240,7 +244,6 @@ class Service:
         return out
 
     def _remember_progress(self, observations: list[Observation]) -> None:
-        latest: dict[str, Progress] = {}
         for obs in observations:
             if (
                 isinstance(obs, CheckpointSaved)
@@ -252,15 +255,18 @@ class Service:
                     self.store.update_job_progress(
                         obs.job_id, checkpoint_iteration=obs.iteration, checkpoint_at=obs.time
                     )
-            if isinstance(obs, Progress) and (
-                obs.job_id not in latest or obs.iteration > latest[obs.job_id].iteration
-            ):
-                latest[obs.job_id] = obs
-        for job_id, progress in latest.items():
-            if job_id in self._jobs:
+        for job_id in self._jobs:
+            first, last = self.engine.progress_of(job_id)
+            written_first, written_last = self._progress_written.get(job_id, (None, None))
+            if last is None or last is written_last:
+                continue
+            if first is not None and first is not written_first:
+                # A new attempt's first progress: its start of productive work is exact.
                 self.store.update_job_progress(
-                    job_id, progress_at=progress.time, iteration=progress.iteration
+                    job_id, progress_at=first.time, iteration=first.iteration
                 )
+            self.store.update_job_progress(job_id, progress_at=last.time, iteration=last.iteration)
+            self._progress_written[job_id] = (first, last)
 
     def _new_checkpoint(self, finding: Finding) -> bool:
         """A checkpoint newer than the one the failing attempt resumed from (the trainer

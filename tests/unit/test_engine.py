@@ -115,3 +115,20 @@ def test_an_xid_explains_one_incident_not_the_next_one_on_the_same_node() -> Non
     (second,) = engine.evaluate(t2 + 6.0) or engine.evaluate(t2 + 6.6)
     assert second.verdict.kind is Kind.HANG
     assert second.verdict.category is Category.UNKNOWN
+
+
+def test_the_lost_attempts_last_progress_lines_do_not_count_for_the_new_one() -> None:
+    engine = _engine()
+    app = EvidenceSource.APP_LOG
+    engine.observe(LogLine(0.0, "[rank0] trainer start attempt=0", app, "o", 1, job_id="j"), 0.0)
+    _running(engine, 0.0)
+    t = _progress(engine, 1.0, range(1, 40))
+    # Slurm requeued the job (node death): the old ranks still print a few lines.
+    engine.observe(JobStatus(t + 0.1, "j", JobState.PENDING, (), 1), t + 0.1)
+    _progress(engine, t + 0.2, range(40, 43))
+    assert engine.detector("j").iteration is None  # nothing of attempt 1 yet
+    engine.observe(
+        LogLine(t + 5, "[rank0] trainer start attempt=1", app, "o", 99, job_id="j"), t + 5
+    )
+    _progress(engine, t + 6, range(30, 33))
+    assert engine.detector("j").iteration == 32

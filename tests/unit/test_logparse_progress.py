@@ -90,3 +90,8 @@ def test_jsonl_protocol() -> None:
 )
 def test_checkpoint_lines(line: str, iteration: int | None) -> None:
     assert parse_checkpoint(line) == iteration
+
+
+def test_a_slurm_step_id_is_not_training_progress() -> None:
+    line = "slurmstepd: error: *** STEP 1.0 ON node1 CANCELLED AT 2026-11-29T09:00:00 ***"
+    assert parse_progress(line) is None

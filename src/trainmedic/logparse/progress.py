@@ -56,7 +56,11 @@ _TQDM = re.compile(
 )
 _TQDM_LOSS = re.compile(r"\bloss=" + _FLOAT)
 _DICT = re.compile(r"\{'(?:loss|train_loss|eval_loss|grad_norm|learning_rate)'.*\}")
-_PLAIN = re.compile(r"\b(?:step|iter|iteration)\b\s*[:=#]?\s*\[?(\d+)(?:\s*/\s*\d+)?\]?", re.I)
+# The number must not go on as a dotted id: slurmstepd's "*** STEP 1.0 ON node1 CANCELLED"
+# is not step 1.
+_PLAIN = re.compile(
+    r"\b(?:step|iter|iteration)\b\s*[:=#]?\s*\[?(\d+)(?![.\d])(?:\s*/\s*\d+)?\]?", re.I
+)
 _PLAIN_LOSS = re.compile(r"\bloss\b\s*[:=]?\s*" + _FLOAT, re.I)
 
 _TRAINER_KEYS = {
