@@ -157,3 +157,12 @@ def test_a_traceback_python_ignored_is_no_failure(tmp_path: Path) -> None:
     )
     assert str(oom.category) == "application" and oom.root_cause is not None
     assert oom.root_cause.line == 1
+
+
+def test_an_oom_next_to_a_corrected_error_rate_xid_stays_the_program(tmp_path: Path) -> None:
+    v = _analyze(
+        tmp_path,
+        "NVRM: Xid (PCI:0000:3b:00): 92, pid=1, name=python, High single-bit ECC error rate\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB.\n",
+    )
+    assert str(v.category) == "application"
