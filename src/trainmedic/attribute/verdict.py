@@ -87,8 +87,9 @@ def _implicated(root: Event | None, events: Sequence[Event], culprit: Culprit) -
     return Implicated(nodes=tuple(nodes), ranks=ranks, gpus=tuple(gpus))
 
 
-UNCAUGHT_CONFIDENCE = 0.5
-"""Confidence of a verdict resting only on an exception no signature describes."""
+UNCAUGHT_CONFIDENCE = 0.45
+"""Confidence of a verdict resting only on an exception no signature describes: below the
+stop threshold, so the job is retried once and stopped by the retry budget if it repeats."""
 
 
 def _uncaught_exceptions(events: Sequence[Event], facts: JobFacts) -> list[Event]:
