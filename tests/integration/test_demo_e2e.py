@@ -50,7 +50,8 @@ def test_action_mode_detects_attributes_and_recovers_every_fault(tmp_path: Path)
     assert slow["implicated_nodes"], "the straggler's node must be named"
     assert bad[0] not in slow["implicated_nodes"]  # the job no longer runs there
     confirm, stop = by_fault["app_error"]
-    assert (confirm["action"], stop["action"]) == ("restart", "stop")
+    assert (confirm["action"], stop["action"]) == ("restart_excluding", "stop")
+    assert confirm["exclude_nodes"] and not stop["drain_nodes"]
     assert stop["action_done_at"] is not None
     assert 0 < report["goodput"] <= 1
     assert report["actions_taken"] >= 4
