@@ -341,14 +341,6 @@ def test_hang_is_requeued_and_resumes(make_lab) -> None:  # type: ignore[no-unty
 # -- 5: node death --------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="engine race, not Slurm: Slurm requeues at once on node DOWN while the old "
-    "attempt's last progress lines are still being written; Engine.observe counts those "
-    "Progress observations for the new attempt (only LogLines are checked against the "
-    "attempt banner), which ends its start-up grace, so the cred_expire wait looks like a "
-    "hang and trainmedic requeues a second time",
-)
 def test_node_death_is_node_hardware_and_not_requeued_twice(make_lab) -> None:  # type: ignore[no-untyped-def]
     lab = make_lab("action")
     job_id, job = lab.submit()
