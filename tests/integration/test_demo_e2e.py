@@ -55,6 +55,8 @@ def test_action_mode_detects_attributes_and_recovers_every_fault(tmp_path: Path)
     assert stop["action_done_at"] is not None
     assert 0 < report["goodput"] <= 1
     assert report["actions_taken"] >= 4
+    # Only straggler reports may come unasked (noisy shared cores); never a crash or hang.
+    assert all(u["kind"] == "straggler" for u in report["unexpected"])
 
 
 def test_monitor_mode_only_advises(tmp_path: Path) -> None:
