@@ -19,35 +19,22 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from trainmedic.config.loader import apply_policy_overrides
-from trainmedic.config.sections import Config, PolicyConfig
+from trainmedic.config.sections import Config
+from trainmedic.decisions import Decision, DecisionRecorder
 from trainmedic.discovery import discover
-from trainmedic.engine import Engine, Finding
-from trainmedic.errors import ConfigError, TrainmedicError
+from trainmedic.engine import Engine
+from trainmedic.errors import TrainmedicError
 from trainmedic.executor import Executor, ExecutorEvent
-from trainmedic.model import Action
 from trainmedic.observations import CheckpointSaved, JobStatus, NodeStatus, Observation, Progress
-from trainmedic.policy.decide import decide
-from trainmedic.policy_context import build_context
 from trainmedic.schedulers.base import ClusterSnapshot, JobState, SchedulerAdapter
 from trainmedic.sources.checkpoints import CheckpointWatcher
 from trainmedic.sources.dcgm import DcgmScraper
 from trainmedic.sources.joblog import JobLogSource
 from trainmedic.sources.kernel import KernelLogSource
-from trainmedic.store import AdviceMode, AdviceRecord, JobSpec, Store
+from trainmedic.store import JobSpec, Store
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], float]
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """A finding as stored: its incident and its advice."""
-
-    finding: Finding
-    incident_id: int
-    advice: AdviceRecord
-    new: bool  # False when a restarted service re-derived an incident it already had
 
 
 @dataclass
@@ -89,6 +76,7 @@ class Service:
         self.adapter = adapter
         self.clock = clock
         self.engine = Engine(config.detect)
+        self.decisions = DecisionRecorder(config, store)
         self.executor = Executor(
             store,
             adapter,
@@ -151,23 +139,6 @@ class Service:
             )
             self._watch(found.job_id, found.spec)
 
-    def _policy_for(self, job_id: str) -> PolicyConfig:
-        job = self.store.get_job(job_id)
-        if job is None or not job.spec.policy:
-            return self.config.policy
-        try:
-            return apply_policy_overrides(self.config.policy, job.spec.policy, f"job {job_id}")
-        except ConfigError as exc:
-            log.warning("%s; using the configured policy", exc)
-            return self.config.policy
-
-    def mode_for(self, job_id: str) -> AdviceMode:
-        job = self.store.get_job(job_id)
-        partition = job.spec.partition if job else ""
-        if self.config.acts_on(job_id, partition=partition):
-            return AdviceMode.ACTION
-        return AdviceMode.MONITOR
-
     # -- the loop ------------------------------------------------------------------------
 
     def cycle(self) -> CycleResult:
@@ -188,7 +159,8 @@ class Service:
             self._remember_progress(observations)
             result = CycleResult(now, snapshot)
             for finding in self.engine.evaluate(now):
-                result.decisions.append(self._decide(finding, snapshot, now))
+                newest = self._checkpoint_iter.get(finding.job_id)
+                result.decisions.append(self.decisions.record(finding, snapshot, now, newest))
             if self.config.service.mode == "action":
                 result.executed = self.executor.step(snapshot, self.clock())
             return result
@@ -267,74 +239,3 @@ class Service:
                 )
             self.store.update_job_progress(job_id, progress_at=last.time, iteration=last.iteration)
             self._progress_written[job_id] = (first, last)
-
-    def _new_checkpoint(self, finding: Finding) -> bool:
-        """A checkpoint newer than the one the failing attempt resumed from (the trainer
-        resumes from checkpoint N at iteration N + 1)."""
-        newest = self._checkpoint_iter.get(finding.job_id)
-        first = next(
-            (
-                a.first_iteration
-                for a in self.store.list_attempts(finding.job_id)
-                if a.attempt == finding.attempt
-            ),
-            None,
-        )
-        return newest is not None and first is not None and newest >= first
-
-    def _decide(self, finding: Finding, snapshot: ClusterSnapshot, now: float) -> Decision:
-        context = build_context(
-            self.store,
-            finding,
-            snapshot,
-            self._policy_for(finding.job_id),
-            now=now,
-            new_checkpoint=self._new_checkpoint(finding),
-        )
-        advice = decide(finding.verdict, context)
-        verdict = finding.verdict
-        fault_time = verdict.root_cause.timestamp if verdict.root_cause else None
-        incident_id = self.store.add_incident(
-            finding.job_id,
-            finding.attempt,
-            verdict,
-            detected_at=finding.anomaly.detected_at,
-            fault_time=fault_time if fault_time is not None else finding.anomaly.since,
-            evidence=finding.evidence[-50:],
-        )
-        existing = [
-            a for a in self.store.list_advice(finding.job_id) if a.incident_id == incident_id
-        ]
-        new = not existing
-        stored = self.store.put_advice(
-            finding.job_id,
-            finding.attempt,
-            advice,
-            mode=self.mode_for(finding.job_id),
-            now=now,
-            incident_id=incident_id,
-        )
-        if new:
-            for node in verdict.implicated.nodes:
-                self.store.record_node_event(
-                    node,
-                    time=now,
-                    job_id=finding.job_id,
-                    incident_id=incident_id,
-                    category=verdict.category,
-                    strong=bool(verdict.root_cause and verdict.root_cause.strong),
-                )
-            log.info(
-                "incident %s job %s: %s/%s -> %s (%s)",
-                incident_id,
-                finding.job_id,
-                verdict.kind.value,
-                verdict.category.value,
-                advice.action.value,
-                advice.basis,
-            )
-        return Decision(finding, incident_id, stored, new)
-
-
-def is_actionable(decision: Decision) -> bool:
-    return decision.advice.action is not Action.NONE
