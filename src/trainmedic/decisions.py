@@ -83,6 +83,7 @@ class DecisionRecorder:
             self.policy_for(finding.job_id),
             now=now,
             new_checkpoint=self.new_checkpoint(finding, newest),
+            resumed_at=newest,
         )
         advice = decide(finding.verdict, context)
         verdict = finding.verdict

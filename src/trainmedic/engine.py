@@ -162,9 +162,10 @@ class Engine:
                 track.first_progress = track.last_progress = None
             if isinstance(obs, JobStatus):
                 if obs.state is JobState.RUNNING and obs.nodes:
-                    # Only a running job's nodes are its own: a requeued job still lists the
-                    # old nodes while it completes.
-                    track.nodes = obs.nodes
+                    # Only a running job's nodes are its own (a requeued job still lists the
+                    # old nodes while it completes), and an attempt keeps every node it ran
+                    # on: Slurm drops a dead node from the list before it bumps the attempt.
+                    track.nodes = tuple(dict.fromkeys(track.nodes + obs.nodes))
                 event = job_status_event(obs)
                 if event is not None and track.detector.state is not obs.state:
                     track.events.append(event)
@@ -224,10 +225,10 @@ class Engine:
         stamped = event if event.timestamp is not None else replace(event, timestamp=now)
         self._node_events.setdefault(node, deque(maxlen=MAX_NODE_EVENTS)).append(stamped)
         for track in self._jobs.values():
-            if node in track.nodes:
-                track.detector.observe_event(stamped, now)
             if stamped.evidence is EvidenceSource.SCHEDULER:
-                self._node_failure(track, node, stamped, now)
+                self._node_failure(track, node, stamped, now)  # one anomaly per node death
+            elif node in track.nodes:
+                track.detector.observe_event(stamped, now)
 
     def _node_failure(self, track: _JobTrack, node: str, event: Event, now: float) -> None:
         """The scheduler says a node of this job (now, or of the attempt it just lost) died."""
@@ -265,7 +266,13 @@ class Engine:
         findings: list[Finding] = []
         for job_id, track in self._jobs.items():
             attempt = track.detector.attempt
-            track.pending.extend((a, attempt) for a in track.detector.check(now))
+            node_died = any(n == attempt for n, _ in track.node_failures)
+            track.pending.extend(
+                (a, attempt)
+                for a in track.detector.check(now)
+                # A dead node already explains this attempt's crash: one incident, not two.
+                if not (node_died and a.kind is Kind.CRASH)
+            )
             ready = [p for p in track.pending if now >= p[0].detected_at + self.settle_s]
             if not ready:
                 continue

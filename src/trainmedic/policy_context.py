@@ -71,12 +71,16 @@ def build_context(
     *,
     now: float,
     new_checkpoint: bool,
+    resumed_at: int | None = None,
 ) -> PolicyContext:
     job_id = finding.job_id
     attempts = store.list_attempts(job_id)
     earlier = earlier_failures(store.list_incidents(job_id), attempts, finding.attempt)
     previous_iteration = earlier[-1].iteration if earlier else None
-    iteration = finding.iteration
+    # An attempt that failed before its first progress line reached the iteration it resumed
+    # at: the newest checkpoint. Without this, the same error right after a resume would not
+    # look like the same failure.
+    iteration = finding.iteration if finding.iteration is not None else resumed_at
     progressed = 0
     if iteration is not None and previous_iteration is not None:
         progressed = max(0, iteration - previous_iteration)

@@ -286,7 +286,9 @@ def test_app_error_gets_one_confirmation_retry_then_is_stopped(make_lab) -> None
     job_id, job = lab.submit()
     first = lab.steady(job)
     nodes = lab.details(job_id).nodes
-    at_iter = (first.last_iteration or 0) + 45  # past the next checkpoint (every 25)
+    # Ten iterations past a checkpoint (every 25) at least 20 iterations ahead: the retry
+    # resumes from that checkpoint and logs progress before it meets the error again.
+    at_iter = (((first.last_iteration or 0) + 20) // 25 + 1) * 25 + 10
     lab.inject(job, {"id": "app-1", "type": "app_error", "error": "key", "at_iter": at_iter})
 
     confirm = lab.incident(job_id, 1)

@@ -132,3 +132,15 @@ def test_the_lost_attempts_last_progress_lines_do_not_count_for_the_new_one() ->
     )
     _progress(engine, t + 6, range(30, 33))
     assert engine.detector("j").iteration == 32
+
+
+def test_a_node_dropped_from_a_running_job_before_the_requeue_is_still_the_jobs() -> None:
+    engine = _engine()
+    _running(engine, 0.0)
+    t = _progress(engine, 1.0, range(1, 40))
+    # Slurm's poll shows the job still RUNNING but without the dead node, then the node DOWN.
+    engine.observe(JobStatus(t + 0.1, "j", JobState.RUNNING, ("n1",), 0), t + 0.1)
+    engine.observe(NodeStatus(t + 0.1, "n2", NodeState.DOWN, "test"), t + 0.1)
+    (finding,) = engine.evaluate(t + 1.0)
+    assert finding.verdict.category is Category.NODE_HARDWARE
+    assert finding.verdict.implicated.nodes == ("n2",)

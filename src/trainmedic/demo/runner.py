@@ -229,7 +229,9 @@ class DemoRunner:
         elif scenario.target == "last_rank":
             fault["rank"] = 3
         if scenario.at_iter_ahead is not None:
-            fault["at_iter"] = self._iteration(job_id) + scenario.at_iter_ahead
+            # Ten iterations past a checkpoint (every 25): the retry shows progress first.
+            ahead = self._iteration(job_id) + scenario.at_iter_ahead
+            fault["at_iter"] = (ahead // 25) * 25 + 10
         faults.append(fault)
         tmp = self.run_dir / "faults.json.tmp"
         tmp.write_text(json.dumps(faults))
