@@ -131,7 +131,12 @@ def killed_first(
         )
     if first.exitcode not in SIGKILL_EXITS:
         return None
-    who = f"rank {first.rank}" if first.rank is not None else f"local rank {first.local_rank}"
+    if first.rank is not None:
+        who = f"rank {first.rank}"
+    elif first.local_rank is not None:
+        who = f"local rank {first.local_rank}"
+    else:
+        who = "a worker"
     return PhaseFinding(
         Category.APPLICATION,
         Kind.CRASH,

@@ -29,10 +29,13 @@ SIGKILL_EXITS = frozenset({-9, 137})
 SIGABRT_EXITS = frozenset({-6, 134})
 
 _ENTRY = re.compile(r"\s*\[(\d+)\]:\s*$")
-_FIELD = re.compile(r"\s+(time|host|rank|exitcode|traceback)\s*:\s*(.*?)\s*$")
+_FIELD = re.compile(r"\s+(time|host|rank|exitcode|error_file|traceback)\s*:\s*(.*?)\s*$")
 _RANK = re.compile(r"(-?\d+)(?:\s*\(local_rank:\s*(\d+)\))?")
 _EXIT = re.compile(r"(-?\d+)")
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)")
+# The table's traceback field on its own line, outside a parsed entry: a table pasted flattened
+# (fields run together, labels on their own lines) still says which signal ended a child.
+_LONE_SIGNAL = re.compile(r"\s*traceback\s*:\s*(Signal (\d+) \(SIG\w+\) received by PID \d+)", re.I)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,12 +57,13 @@ class ChildFailure:
 class ChildFailureTracker:
     """Streams the table; ``feed`` returns an entry once its fields are complete."""
 
-    __slots__ = ("_fields", "_in_root", "_start")
+    __slots__ = ("_entry_done", "_fields", "_in_root", "_start")
 
     def __init__(self) -> None:
         self._start: int | None = None
         self._fields: dict[str, str] = {}
         self._in_root = False
+        self._entry_done = False  # an entry of this section was already read
 
     def feed(self, line_no: int, body: str) -> ChildFailure | None:
         m = _AGENT_FAILED.search(body)
@@ -67,11 +71,11 @@ class ChildFailureTracker:
             return ChildFailure(line=line_no, exitcode=int(m.group(1)), local_rank=int(m.group(2)))
         if "Root Cause" in body:
             done = self._flush()
-            self._in_root = True
+            self._in_root, self._entry_done = True, False
             return done
         if "Failures:" in body:
             done = self._flush()
-            self._in_root = False
+            self._in_root, self._entry_done = False, False
             return done
         if self._start is not None:
             fm = _FIELD.match(body)
@@ -85,6 +89,9 @@ class ChildFailureTracker:
             return done
         if self._start is not None and body.strip():
             return self._flush()
+        sm = _LONE_SIGNAL.match(body)
+        if sm and not self._entry_done:
+            return ChildFailure(line=line_no, exitcode=-int(sm.group(2)), detail=sm.group(1))
         return None
 
     def close(self) -> ChildFailure | None:
@@ -97,6 +104,7 @@ class ChildFailureTracker:
         self._start, self._fields = None, {}
         if "exitcode" not in fields and "rank" not in fields:
             return None
+        self._entry_done = True
         rank = local = exitcode = None
         rm = _RANK.match(fields.get("rank", ""))
         if rm:
