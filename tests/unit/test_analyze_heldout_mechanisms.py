@@ -69,3 +69,27 @@ def test_log_message_truncation_is_no_failure(tmp_path: Path) -> None:
     path = tmp_path / "job.log"
     path.write_text("step 10 loss 1.0\nWARNING: log message truncated to 4096 characters\n")
     assert not analyze_path(path).verdict.failure
+
+
+NCCL_SETUP = (
+    "w0:311:311 [0] NCCL INFO Bootstrap : Using eth0:10.9.0.3<0>\n"
+    "w0:311:311 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal net.\n"
+    "w0:311:402 [0] NCCL INFO NET/Socket : Using [0]eth0:10.9.0.3<0>\n"
+    "w0:311:402 [0] NCCL INFO Channel 00/02 :    0   1\n"
+)
+
+
+def test_log_ending_inside_nccl_setup_is_a_platform_hang(tmp_path: Path) -> None:
+    path = tmp_path / "job.log"
+    path.write_text("Loading model...\n" + NCCL_SETUP)
+    verdict = analyze_path(path).verdict
+    assert verdict.failure
+    assert (verdict.category, verdict.kind.value) == (Category.SYSTEM_SOFTWARE, "hang")
+    assert verdict.confidence <= 0.3
+
+
+def test_nccl_setup_followed_by_training_is_no_failure(tmp_path: Path) -> None:
+    path = tmp_path / "job.log"
+    steps = "".join(f"step {i} loss {2.0 - i / 100:.3f}\n" for i in range(1, 30))
+    path.write_text(NCCL_SETUP + steps)
+    assert not analyze_path(path).verdict.failure

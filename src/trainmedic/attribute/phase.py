@@ -19,6 +19,10 @@ nothing at all), so each verdict here is of low confidence:
 * **silence after init**: the process group formed, then nothing: not one step, no error.
   A hang in the first collective; with NCCL that is usually broken peer-to-peer (PCI ACS /
   IOMMU), i.e. the platform's configuration.
+* **stuck in NCCL setup**: the log ends among NCCL's own setup lines (NCCL_DEBUG=INFO output),
+  the communicator never reported "Init COMPLETE", no step and no error: the ranks could not
+  finish connecting (peer-to-peer, IOMMU, the network interface NCCL picked): the platform's
+  configuration again, with less certainty.
 """
 
 from __future__ import annotations
@@ -102,6 +106,20 @@ def silence_after_init(progress: ProgressSummary | None) -> PhaseFinding | None:
         0.3,
         "the process group formed, then no step and no error: a hang in the first "
         "collective, typically GPU peer-to-peer broken by PCI ACS / IOMMU settings",
+    )
+
+
+def stuck_in_nccl_setup(progress: ProgressSummary | None) -> PhaseFinding | None:
+    if progress is None or not progress.nccl_setup_seen or progress.reports > 0:
+        return None
+    if progress.init_complete_line is not None or progress.meaningful_after_nccl > 3:
+        return None
+    return PhaseFinding(
+        Category.SYSTEM_SOFTWARE,
+        Kind.HANG,
+        0.25,
+        "the log ends inside NCCL's communicator setup (never 'Init COMPLETE'), no step and no "
+        "error: the ranks could not finish connecting (peer-to-peer / IOMMU, network interface)",
     )
 
 

@@ -25,6 +25,7 @@ from trainmedic.attribute.phase import (
     setup_divergence,
     silence_after_init,
     solo_phase,
+    stuck_in_nccl_setup,
 )
 from trainmedic.attribute.root import choose_root
 from trainmedic.attribute.rules import refine_with_support
@@ -153,7 +154,7 @@ def attribute(events: Sequence[Event], *, facts: JobFacts | None = None) -> Verd
     teardown = [e for e in events if e.role is Role.TEARDOWN]
     if teardown or first_real_failure(facts.child_failures) is not None:
         return _teardown_only(teardown, events, facts)
-    finding = silence_after_init(facts.progress)
+    finding = silence_after_init(facts.progress) or stuck_in_nccl_setup(facts.progress)
     if finding is not None:
         return _from_finding(finding, events, facts, ())
     return NO_FAILURE

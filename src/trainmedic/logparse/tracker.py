@@ -19,7 +19,16 @@ from trainmedic.logparse.progress import ProgressLine, parse_progress
 class ProgressTracker:
     """Cheap per-line progress bookkeeping; parsing happens on few lines only."""
 
-    __slots__ = ("after_init", "checkpoint", "first", "init_line", "last_candidates", "reports")
+    __slots__ = (
+        "after_init",
+        "after_nccl",
+        "checkpoint",
+        "first",
+        "init_line",
+        "last_candidates",
+        "nccl_seen",
+        "reports",
+    )
 
     def __init__(self) -> None:
         self.first: ProgressLine | None = None
@@ -28,6 +37,8 @@ class ProgressTracker:
         self.checkpoint: int | None = None
         self.init_line: int | None = None
         self.after_init = 0
+        self.nccl_seen = False
+        self.after_nccl = 0
 
     def observe(self, line_no: int, text: str) -> None:
         # Chained ``in`` tests: the cheapest way CPython has to reject the common line.
@@ -43,6 +54,10 @@ class ProgressTracker:
             self._checkpoint(text)
         if self.init_line is not None and self.after_init <= 3 and text.strip():
             self.after_init += 1
+        if "NCCL INFO" in text or "NCCL WARN" in text:
+            self.nccl_seen, self.after_nccl = True, 0
+        elif self.nccl_seen and self.after_nccl <= 3 and text.strip():
+            self.after_nccl += 1
         if (
             "processes registered" in text
             or "Init COMPLETE" in text
@@ -73,4 +88,6 @@ class ProgressTracker:
             last_checkpoint=self.checkpoint,
             init_complete_line=self.init_line,
             meaningful_after_init=self.after_init,
+            nccl_setup_seen=self.nccl_seen,
+            meaningful_after_nccl=self.after_nccl,
         )
