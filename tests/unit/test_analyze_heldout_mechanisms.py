@@ -44,6 +44,18 @@ CASES = {
         "traceback : Signal 9 (SIGKILL) received by PID 5120\n",
         Category.APPLICATION,
     ),
+    # Exclusive-process compute mode with the GPU already held: the node's configuration...
+    "devices_busy": (
+        "rank 2 binding to cuda:0\n"
+        "RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable\n",
+        Category.SYSTEM_SOFTWARE,
+    ),
+    # ...unless the kernel says the GPU itself is gone.
+    "devices_busy_after_gpu_lost": (
+        "kernel: NVRM: Xid (PCI:0000:41:00): 79, pid=991, GPU has fallen off the bus.\n"
+        "RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable\n",
+        Category.GPU_HARDWARE,
+    ),
 }
 
 
