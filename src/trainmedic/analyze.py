@@ -205,6 +205,7 @@ def _merge_progress(parts: list[ProgressSummary]) -> ProgressSummary:
         init_complete_line=init_lines[0].init_complete_line if init_lines else None,
         meaningful_after_init=max((p.meaningful_after_init for p in init_lines), default=0),
         nccl_setup_seen=any(p.nccl_setup_seen for p in parts),
+        nccl_setup_before_warning=any(p.nccl_setup_before_warning for p in parts),
         meaningful_after_nccl=max(
             (p.meaningful_after_nccl for p in parts if p.nccl_setup_seen), default=0
         ),

@@ -105,3 +105,24 @@ def test_nccl_setup_followed_by_training_is_no_failure(tmp_path: Path) -> None:
     steps = "".join(f"step {i} loss {2.0 - i / 100:.3f}\n" for i in range(1, 30))
     path.write_text(NCCL_SETUP + steps)
     assert not analyze_path(path).verdict.failure
+
+
+IB_TIMEOUT = (
+    "w0:311:520 [0] transport/net_ib.cc:1699 NCCL WARN NET/IB : Got completion from peer "
+    "10.9.0.4<40122> with status=12 opcode=0 len=0 vendor err 129 (Recv)\n"
+)
+
+
+def test_rdma_timeout_right_after_nccl_setup_is_configuration(tmp_path: Path) -> None:
+    path = tmp_path / "job.log"
+    path.write_text(NCCL_SETUP + "w0:311:402 [0] NCCL INFO Connected all rings\n" + IB_TIMEOUT)
+    verdict = analyze_path(path).verdict
+    assert verdict.category is Category.SYSTEM_SOFTWARE, verdict.basis
+    assert verdict.confidence <= 0.5
+
+
+def test_rdma_timeout_after_training_steps_stays_the_network(tmp_path: Path) -> None:
+    path = tmp_path / "job.log"
+    steps = "".join(f"step {i} loss {2.0 - i / 100:.3f}\n" for i in range(1, 30))
+    path.write_text(NCCL_SETUP + steps + IB_TIMEOUT)
+    assert analyze_path(path).verdict.category is Category.NETWORK_HARDWARE

@@ -31,6 +31,7 @@ class ProgressSummary:
     # after the last of them that are not NCCL's: a log that ends inside NCCL setup.
     nccl_setup_seen: bool = False
     meaningful_after_nccl: int = 0
+    nccl_setup_before_warning: bool = False  # NCCL INFO setup lines preceded its first WARN
 
 
 @dataclass(frozen=True, slots=True)

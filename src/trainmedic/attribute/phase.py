@@ -19,6 +19,11 @@ nothing at all), so each verdict here is of low confidence:
 * **silence after init**: the process group formed, then nothing: not one step, no error.
   A hang in the first collective; with NCCL that is usually broken peer-to-peer (PCI ACS /
   IOMMU), i.e. the platform's configuration.
+* **fabric never carried a step**: an InfiniBand/RoCE completion error (a timeout: transport
+  retry exceeded) after NCCL's setup lines and before any training step: the NICs never
+  managed to talk over RDMA (RoCE GID index, routing between switches, the wrong HCAs), which
+  the threads reporting it resolve by configuration. A link that dies mid-run comes after
+  steps and stays the network's; a lone error line says nothing about when, and stays so too.
 * **stuck in NCCL setup**: the log ends among NCCL's own setup lines (NCCL_DEBUG=INFO output),
   the communicator never reported "Init COMPLETE", no step and no error: the ranks could not
   finish connecting (peer-to-peer, IOMMU, the network interface NCCL picked): the platform's
@@ -106,6 +111,25 @@ def silence_after_init(progress: ProgressSummary | None) -> PhaseFinding | None:
         0.3,
         "the process group formed, then no step and no error: a hang in the first "
         "collective, typically GPU peer-to-peer broken by PCI ACS / IOMMU settings",
+    )
+
+
+FABRIC_TIMEOUT_SIGNATURES = frozenset({"nccl.ib_completion_error"})
+
+
+def fabric_never_worked(root: Event, progress: ProgressSummary | None) -> PhaseFinding | None:
+    if root.signature not in FABRIC_TIMEOUT_SIGNATURES or progress is None:
+        return None
+    if progress.reports > 0 or not progress.nccl_setup_before_warning:
+        return None
+    return PhaseFinding(
+        Category.SYSTEM_SOFTWARE,
+        root.kind,
+        0.5,
+        "the RDMA transport timed out right after NCCL set up, before any training step: the "
+        "NICs never talked over IB/RoCE (GID index, routing, HCA selection), a configuration "
+        "problem rather than a link that failed mid-run",
+        root,
     )
 
 

@@ -21,6 +21,7 @@ from trainmedic.attribute.culprit import Culprit, find_culprit, first_real_failu
 from trainmedic.attribute.facts import JobFacts
 from trainmedic.attribute.phase import (
     PhaseFinding,
+    fabric_never_worked,
     killed_first,
     setup_divergence,
     silence_after_init,
@@ -167,11 +168,16 @@ def _from_root(
     rule = found[0] if found else None
     category = rule.category if rule else root.category
     confidence = rule.confidence if rule else _base_confidence(root)
+    phase = None if rule else fabric_never_worked(root, facts.progress)
+    if phase is not None:
+        category, confidence = phase.category, phase.confidence
     timeouts = [e for e in events if e.role is Role.CASCADE and _TIMEOUT.search(e.text)]
     culprit = find_culprit(root, timeouts, facts.child_failures, facts.ranks_seen)
     basis = f"root cause {root.signature} at {root.source or 'line'}:{root.line}"
     if found:
         basis += f"; {found[0].basis} ({found[0].id}: {found[1]})"
+    if phase is not None:
+        basis += f"; {phase.basis}"
     return Verdict(
         failure=True,
         kind=root.kind if root.kind is not Kind.NONE else Kind.CRASH,

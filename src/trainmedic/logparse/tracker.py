@@ -26,7 +26,9 @@ class ProgressTracker:
         "first",
         "init_line",
         "last_candidates",
+        "nccl_info_first",
         "nccl_seen",
+        "nccl_warn_seen",
         "reports",
     )
 
@@ -39,6 +41,8 @@ class ProgressTracker:
         self.after_init = 0
         self.nccl_seen = False
         self.after_nccl = 0
+        self.nccl_info_first = False  # NCCL INFO (setup) lines came before any NCCL WARN
+        self.nccl_warn_seen = False
 
     def observe(self, line_no: int, text: str) -> None:
         # Chained ``in`` tests: the cheapest way CPython has to reject the common line.
@@ -56,6 +60,10 @@ class ProgressTracker:
             self.after_init += 1
         if "NCCL INFO" in text or "NCCL WARN" in text:
             self.nccl_seen, self.after_nccl = True, 0
+            if "NCCL WARN" in text:
+                self.nccl_warn_seen = True
+            elif not self.nccl_warn_seen:
+                self.nccl_info_first = True
         elif self.nccl_seen and self.after_nccl <= 3 and text.strip():
             self.after_nccl += 1
         if (
@@ -89,5 +97,6 @@ class ProgressTracker:
             init_complete_line=self.init_line,
             meaningful_after_init=self.after_init,
             nccl_setup_seen=self.nccl_seen,
+            nccl_setup_before_warning=self.nccl_info_first,
             meaningful_after_nccl=self.after_nccl,
         )
