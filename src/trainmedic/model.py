@@ -141,6 +141,11 @@ class Event:
     action_hint: ActionHint = ActionHint.NONE
     strong: bool = False  # strong hardware evidence: enough to drain a node
 
+    def justifies_drain(self) -> bool:
+        """Strong evidence from a system source (kernel log, telemetry, scheduler): the one
+        rule for draining a node, never a line seen only in the job's own output."""
+        return self.strong and self.evidence.is_system()
+
 
 @dataclass(frozen=True, slots=True)
 class Implicated:

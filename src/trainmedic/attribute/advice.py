@@ -44,7 +44,7 @@ def advise(verdict: Verdict) -> Advice:
             )
         drain: tuple[str, ...] = ()
         why = "evidence not strong enough to drain"
-        if root is not None and root.strong and root.evidence.is_system():
+        if root is not None and root.justifies_drain():
             drain = nodes
             why = f"strong {root.evidence} evidence ({root.signature}): drain"
         elif root is not None and root.strong:

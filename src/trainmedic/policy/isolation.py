@@ -33,11 +33,7 @@ def system_evidence(verdict: Verdict, node: str) -> Event | None:
     events = ([verdict.root_cause] if verdict.root_cause else []) + list(verdict.cascades)
     only = verdict.implicated.nodes == (node,)
     for event in events:
-        if (
-            event.strong
-            and event.evidence.is_system()
-            and (event.node == node or (event.node is None and only))
-        ):
+        if event.justifies_drain() and (event.node == node or (event.node is None and only)):
             return event
     return None
 
