@@ -110,6 +110,20 @@ class Engine:
         if job_id not in self._jobs:
             self._jobs[job_id] = _JobTrack(job_id, self.detector_config)
 
+    def resume(self, job_id: str, attempt: int, started_at: float, nodes: tuple[str, ...]) -> None:
+        """Start a fresh engine where a stored attempt stands (a service restarted after
+        ``kill -9``): its nodes and start time scope the node evidence exactly as before the
+        restart, even when the scheduler already reports the attempt over (a FAILED job no
+        longer counts as running on its nodes), so the restarted service reaches the same
+        verdict and the store's idempotency keys find the incident it already has."""
+        self.watch(job_id)
+        track = self._jobs[job_id]
+        if track.detector.state is not None:
+            return  # already fed by the scheduler: its word stands
+        track.detector.attempt = attempt
+        track.attempt_started = started_at
+        track.nodes = nodes
+
     def unwatch(self, job_id: str) -> None:
         self._jobs.pop(job_id, None)
 

@@ -129,6 +129,12 @@ class Executor:
         if step == "requeue":
             if job is not None and job.attempt > advice.attempt:
                 return f"already requeued (attempt {job.attempt})"  # done before a crash
+            earlier = self._requeued_by(advice)
+            if earlier is not None:
+                # One attempt is replaced once: a second advice for it (re-derived after a
+                # restart, or a later generation) must not requeue the new attempt as well,
+                # even while this cycle's snapshot still shows the old one.
+                return f"already requeued by advice {earlier}"
             self.store.record_hold(advice.job_id, held_at=now, by=self.executor_id)
             try:
                 self.adapter.requeue(advice.job_id, advice.exclude_nodes)
@@ -146,6 +152,16 @@ class Executor:
             self.adapter.cancel(advice.job_id, advice.basis[:200])
             return "cancelled"
         raise SchedulerError(f"unknown step {step!r} in advice {advice.id}")
+
+    def _requeued_by(self, advice: AdviceRecord) -> int | None:
+        for other in self.store.list_advice(advice.job_id):
+            if (
+                other.id != advice.id
+                and other.attempt == advice.attempt
+                and "requeue" in other.steps_done
+            ):
+                return other.id
+        return None
 
     def _maybe_abandon(self, advice: AdviceRecord, now: float, why: str) -> list[ExecutorEvent]:
         if now - advice.created_at < self.converge_timeout_s:

@@ -110,7 +110,12 @@ class Service:
         self._jobs[job_id] = _JobSources(job_id, spec)
         for node, path in spec.kernel_logs.items():
             self._kernel.setdefault(node, KernelLogSource(node, path))
-        self.engine.watch(job_id)
+        attempts = self.store.list_attempts(job_id)
+        if attempts:
+            latest = max(attempts, key=lambda a: a.attempt)
+            self.engine.resume(job_id, latest.attempt, latest.started_at, latest.nodes)
+        else:
+            self.engine.watch(job_id)
 
     def _sync_registrations(self) -> None:
         """Jobs registered through the API (another process or thread) join the loop."""

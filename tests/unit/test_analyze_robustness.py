@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -61,13 +63,46 @@ def test_missing_path_is_an_input_error(tmp_path: Path) -> None:
         analyze_path(tmp_path / "nothere.log")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files regardless of mode")
 def test_permission_denied(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        _permission_denied_as_nobody()  # root reads any file: ask an unprivileged user
+        return
     path = tmp_path / "secret.log"
     path.write_text("x\n")
     path.chmod(0)
     with pytest.raises(InputError, match=r"secret\.log"):
         analyze_path(path)
+
+
+def _permission_denied_as_nobody() -> None:
+    """A forked child turned ``nobody`` (its modules already loaded, so the checkout's own
+    permissions do not matter) analyses a file only root may read."""
+    folder = Path(tempfile.mkdtemp(prefix="tm-perm-"))  # pytest's tmp is root-only
+    try:
+        folder.chmod(0o755)
+        path = folder / "secret.log"
+        path.write_text("x\n")
+        path.chmod(0)
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: drop root, try, report the message, never return to pytest
+            message = "no error"
+            try:
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+                analyze_path(path)
+            except InputError as exc:
+                message = str(exc)
+            finally:
+                os.write(write_end, message.encode())
+                os._exit(0)
+        os.close(write_end)
+        os.waitpid(pid, 0)
+        with os.fdopen(read_end) as pipe:
+            assert pipe.read() == f"{path}: cannot read: Permission denied"
+    finally:
+        shutil.rmtree(folder)
 
 
 def test_directory_without_files(tmp_path: Path) -> None:

@@ -144,3 +144,30 @@ def test_a_node_dropped_from_a_running_job_before_the_requeue_is_still_the_jobs(
     (finding,) = engine.evaluate(t + 1.0)
     assert finding.verdict.category is Category.NODE_HARDWARE
     assert finding.verdict.implicated.nodes == ("n2",)
+
+
+def test_a_restarted_engine_resumed_from_the_stored_attempt_reaches_the_same_verdict() -> None:
+    # The service died after the Xid and the crash; restarted, it finds the job FAILED (no
+    # longer running on its nodes) and re-reads the kernel log from its start.
+    kernel = LogLine(14.0, f"kernel: {XID79}", EvidenceSource.KERNEL_LOG, "kern.log", 3, node="n2")
+    failed = JobStatus(20.0, "j", JobState.FAILED, ("n1", "n2"), 0, exit_code=1)
+
+    fresh = _engine()
+    fresh.observe_all([failed, kernel], 20.0)
+    (blind,) = fresh.evaluate(21.0)
+    assert blind.verdict.category is not Category.GPU_HARDWARE  # what the restart used to see
+
+    resumed = Engine(DetectorConfig(hang_floor_s=5.0), settle_s=0.5)
+    resumed.resume("j", 0, 10.0, ("n1", "n2"))
+    resumed.observe_all([failed, kernel], 20.0)
+    (finding,) = resumed.evaluate(21.0)
+    assert finding.attempt == 0
+    assert finding.verdict.category is Category.GPU_HARDWARE
+    assert finding.verdict.implicated.nodes == ("n2",)
+
+
+def test_resume_leaves_an_engine_the_scheduler_already_fed_alone() -> None:
+    engine = _engine()
+    _running(engine, 0.0, attempt=2, nodes=("n3", "n4"))
+    engine.resume("j", 1, 0.0, ("n1", "n2"))
+    assert engine.detector("j").attempt == 2

@@ -148,3 +148,25 @@ def test_watchdog_keeps_hold_when_release_fails(store: Store) -> None:
     assert not watchdog.check()[0].ok
     assert len(store.open_holds()) == 1
     assert watchdog.check()[0].ok
+
+
+def test_two_advices_for_one_attempt_requeue_it_once_even_in_one_cycle(store: Store) -> None:
+    # A service killed while applying advice 1 re-derives a second incident for the same
+    # attempt after its restart: both advices are active in the same executor step, whose
+    # snapshot still shows the old attempt.
+    sched = FakeScheduler()
+    sched.add_job("7", ["node1", "node2"])
+    first = _advise(store, Advice(Action.RESTART_EXCLUDING, "xid 79", ("node2",)))
+    assert store.claim_advice(first, "e1")
+    other = Verdict(True, Kind.HANG, Category.UNKNOWN, 0.4)
+    incident = store.add_incident("7", 0, other, detected_at=2.0)
+    second = store.put_advice(
+        "7", 0, Advice(Action.RESTART, "cascade"), mode=AdviceMode.ACTION, now=2.0,
+        incident_id=incident,
+    ).id  # fmt: skip
+    snapshot = sched.poll(["7"])
+    events = Executor(store, sched, executor_id="e1").step(snapshot, now=3.0)
+    assert [c[0] for c in sched.calls] == ["requeue"]
+    assert sched.jobs["7"].attempt == 1
+    skipped = [e for e in events if e.advice_id == second and e.what == "step:requeue"]
+    assert skipped and skipped[0].detail == f"already requeued by advice {first}"
