@@ -154,3 +154,42 @@ def test_service_killed_minus_9_job_survives_and_is_readopted(tmp_path: Path) ->
     finally:
         LocalScheduler(cluster).cancel(job_id, "test over")
     assert job_processes(cluster) == []
+
+
+# Submits a 2-node job and is SIGKILLed between spawning its first and its second node.
+DIES_WHILE_STARTING = """
+import os, signal, sys
+from trainmedic.schedulers.local import LocalJobSpec, LocalScheduler
+sched = LocalScheduler(sys.argv[1], nodes=("node1", "node2", "node3"), grace_s=1.0)
+real_spawn = sched._procs.spawn
+def spawn_then_die(job, launch, port):
+    started = real_spawn(job, launch, port)
+    if launch.node_rank == 0:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return started
+sched._procs.spawn = spawn_then_die
+command = ("-m", "trainmedic.examples.trainer", "--run-dir", sys.argv[2], "--iters", "100000")
+sched.submit(LocalJobSpec("k", 2, 1, command, sys.argv[2]))
+"""
+
+
+def test_a_start_interrupted_by_kill_9_is_finished_as_the_same_attempt(tmp_path: Path) -> None:
+    cluster, run = tmp_path / "cluster", tmp_path / "run"
+    died = subprocess.run([sys.executable, "-c", DIES_WHILE_STARTING, str(cluster), str(run)])
+    assert died.returncode == -signal.SIGKILL
+    sched = LocalScheduler(cluster)
+    try:
+        (info,) = sched.poll(["1"]).jobs
+        # The half-started launch is stopped and the job starts again, still attempt 0: no
+        # requeue happened, so none may be counted.
+        assert (info.state, info.attempt) == (JobState.RUNNING, 0)
+        out = run / "job.out"
+        wait_for("progress", lambda: re.search(r" iter=\d+ loss=", out.read_text()))
+        time.sleep(2.0)  # the stopped launch's wrapper has long written its exit status
+        (info,) = sched.poll(["1"]).jobs
+        assert (info.state, info.attempt) == (JobState.RUNNING, 0)
+        banners = re.findall(r"trainmedic-local job=1 name=k attempt=(\d+)", out.read_text())
+        assert banners == ["0", "0"]  # one banner per start, no attempt 1
+    finally:
+        sched.cancel("1", "test over")
+    assert job_processes(cluster) == []

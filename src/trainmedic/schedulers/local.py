@@ -220,9 +220,17 @@ class LocalScheduler:
             state = self._put(state, job)
         if job.state is JobState.RUNNING:
             if any(launch.pid == 0 for launch in job.launches):
-                # The service died while starting this job: finish the stop, start again.
+                # The service died while starting this job: finish the stop and start the
+                # same attempt again (a start that never completed is not a new attempt,
+                # which a restarted recovery service would read as a second requeue).
                 self._procs.stop([*job.launches])
-                job = dataclasses.replace(job, state=JobState.PENDING, launches=())
+                job = dataclasses.replace(
+                    job,
+                    state=JobState.PENDING,
+                    launches=(),
+                    starts=job.starts - 1,
+                    attempt=max(job.attempt - 1, 0),
+                )
                 return self._try_start(self._put(state, job), job)
             return self._check_running(state, job)
         if job.state is JobState.PENDING and not job.held:
@@ -305,7 +313,8 @@ class LocalScheduler:
                 node=node,
                 node_rank=rank,
                 marker=f"{job.job_id}.{attempt}.{node}.{os.getpid()}.{time.monotonic_ns()}",
-                exit_file=str(exits / f"attempt{attempt}-{node}.exit"),
+                # One file per start: an interrupted start's wrapper may still write its own.
+                exit_file=str(exits / f"attempt{attempt}-start{job.starts + 1}-{node}.exit"),
             )
             for rank, node in enumerate(chosen)
         )
