@@ -9,7 +9,9 @@ is stored as ``recorded`` and never reaches it.
 Exactly once across crashes: a step is recorded after the scheduler accepted it. If the
 service dies between the two, the restarted executor finds the step unrecorded and checks
 the scheduler first: a requeue whose effect is visible (a later attempt) is recorded without
-being issued again; a drain is idempotent in every adapter.
+being issued again, unless the job is still held by the hold it began with (then the requeue
+is finished: exclusions set, job released); an attempt is requeued once whatever the number
+of advices for it; a drain is idempotent in every adapter.
 
 Steps: ``drain:<node>`` for each node to drain, then ``requeue`` (restart / restart excluding)
 or ``cancel`` (stop; only with ``stop_enforcement``, otherwise the stop is recorded and the
@@ -127,23 +129,7 @@ class Executor:
             )
             return "drained" if drained else "left alone: drained by another owner"
         if step == "requeue":
-            if job is not None and job.attempt > advice.attempt:
-                return f"already requeued (attempt {job.attempt})"  # done before a crash
-            earlier = self._requeued_by(advice)
-            if earlier is not None:
-                # One attempt is replaced once: a second advice for it (re-derived after a
-                # restart, or a later generation) must not requeue the new attempt as well,
-                # even while this cycle's snapshot still shows the old one.
-                return f"already requeued by advice {earlier}"
-            self.store.record_hold(advice.job_id, held_at=now, by=self.executor_id)
-            try:
-                self.adapter.requeue(advice.job_id, advice.exclude_nodes)
-            finally:
-                self.store.release_hold(advice.job_id, released_at=now)
-            excluded = (
-                f" excluding {', '.join(advice.exclude_nodes)}" if advice.exclude_nodes else ""
-            )
-            return f"requeued{excluded}"
+            return self._requeue(advice, job, now)
         if step == "cancel":
             if not self.stop_enforcement:
                 return "stop recorded, not enforced (stop_enforcement = false)"
@@ -152,6 +138,34 @@ class Executor:
             self.adapter.cancel(advice.job_id, advice.basis[:200])
             return "cancelled"
         raise SchedulerError(f"unknown step {step!r} in advice {advice.id}")
+
+    def _requeue(self, advice: AdviceRecord, job: JobInfo | None, now: float) -> str:
+        # Done before a crash. A job still held by our open hold was cut short between hold
+        # and release: the requeue below finishes it (exclusions, release), and no adapter
+        # starts another attempt of a held job.
+        if (
+            job is not None
+            and job.attempt > advice.attempt
+            and not (job.held and self._holds(advice.job_id))
+        ):
+            self.store.release_hold(advice.job_id, released_at=now)
+            return f"already requeued (attempt {job.attempt})"
+        earlier = self._requeued_by(advice)
+        if earlier is not None:
+            # One attempt is replaced once: a second advice for it (re-derived after a
+            # restart, or a later generation) must not requeue the new attempt as well,
+            # even while this cycle's snapshot still shows the old one.
+            return f"already requeued by advice {earlier}"
+        self.store.record_hold(advice.job_id, held_at=now, by=self.executor_id)
+        try:
+            self.adapter.requeue(advice.job_id, advice.exclude_nodes)
+        finally:
+            self.store.release_hold(advice.job_id, released_at=now)
+        excluded = f" excluding {', '.join(advice.exclude_nodes)}" if advice.exclude_nodes else ""
+        return f"requeued{excluded}"
+
+    def _holds(self, job_id: str) -> bool:
+        return any(hold.job_id == job_id for hold in self.store.open_holds())
 
     def _requeued_by(self, advice: AdviceRecord) -> int | None:
         for other in self.store.list_advice(advice.job_id):

@@ -88,6 +88,23 @@ def test_requeue_excluding_a_node_restarts_elsewhere(slurm: SlurmScheduler, subm
     assert any(ln.endswith("restart=1") and "node2" not in ln for ln in lines)
 
 
+def test_requeue_finishes_one_cut_short_after_its_hold(  # type: ignore[no-untyped-def]
+    slurm: SlurmScheduler, slurm_cluster: SlurmCluster, submit
+) -> None:
+    """A service killed between ``requeuehold`` and its release leaves the job held at the new
+    attempt; the restarted executor's requeue must set the exclusion and release it without
+    requeuing it again."""
+    job, _ = submit("-N2", "-w", "node1,node2")
+    _wait_state(slurm, job, JobState.RUNNING, 15)
+    slurm_cluster.run(["scontrol", "requeuehold", job])  # the killed service's first command
+    cut_short = slurm.job_details(job)
+    assert cut_short.held and cut_short.attempt == 1
+    slurm.requeue(job, ["node2"])
+    details = slurm.job_details(job)
+    assert details.attempt == 1 and not details.held  # finished, not requeued twice
+    assert details.excluded_nodes == ("node2",)
+
+
 def test_exclusions_never_leave_the_job_unschedulable(  # type: ignore[no-untyped-def]
     slurm: SlurmScheduler, submit
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,34 @@ def test_two_advices_for_one_attempt_requeue_it_once_even_in_one_cycle(store: St
     assert sched.jobs["7"].attempt == 1
     skipped = [e for e in events if e.advice_id == second and e.what == "step:requeue"]
     assert skipped and skipped[0].detail == f"already requeued by advice {first}"
+
+
+def test_a_requeue_cut_short_after_its_hold_is_finished_not_repeated(store: Store) -> None:
+    # The killed service had drained, held the job (Slurm's requeuehold: attempt 1, held)
+    # and died before the exclusion and the release.
+    sched = FakeScheduler()
+    sched.add_job("7", ["node1", "node2"])
+    advice_id = _advise(store, Advice(Action.RESTART_EXCLUDING, "xid 79", ("node2",)))
+    assert store.claim_advice(advice_id, "e1")
+    store.record_hold("7", held_at=1.5, by="e1")
+    sched.hold("7")
+    sched.jobs["7"] = dataclasses.replace(sched.jobs["7"], attempt=1)
+    sched.calls.clear()
+    executor = Executor(store, sched, executor_id="e1")
+    events = executor.step(sched.poll(["7"]), now=2.0)
+    assert ("step:requeue", "requeued excluding node2") in [(e.what, e.detail) for e in events]
+    job = sched.jobs["7"]
+    assert (job.attempt, job.held, job.excluded_nodes) == (1, False, ("node2",))
+    assert store.open_holds() == []
+
+
+def test_an_already_finished_requeue_closes_the_hold_its_crash_left_open(store: Store) -> None:
+    sched = FakeScheduler()
+    sched.add_job("7", ["node1", "node2"])
+    advice_id = _advise(store, Advice(Action.RESTART, "hang"))
+    assert store.claim_advice(advice_id, "e1")
+    store.record_hold("7", held_at=1.5, by="e1")
+    sched.requeue("7", ())  # issued and released; the service died before recording either
+    sched.calls.clear()
+    Executor(store, sched, executor_id="e1").step(sched.poll(["7"]), now=2.0)
+    assert sched.calls == [] and store.open_holds() == []

@@ -125,7 +125,9 @@ class SchedulerAdapter(Protocol):
         ...
 
     def requeue(self, job_id: str, exclude_nodes: Sequence[str]) -> None:
-        """Stop the job if running and queue it again, excluding these nodes."""
+        """Stop the job if running and queue it again, excluding these nodes. A held job
+        (a requeue cut short after its hold) gets the exclusions and is released, without
+        another requeue."""
         ...
 
     def hold(self, job_id: str) -> None:

@@ -56,6 +56,13 @@ class FakeScheduler:
         self._maybe_fail("requeue")
         job = self.jobs[job_id]
         excluded = set(job.excluded_nodes) | set(exclude_nodes)
+        if job.held:
+            # As the Slurm adapter does: a held job (a requeue cut short after its hold)
+            # gets the exclusions and is released, without another attempt.
+            self.jobs[job_id] = dataclasses.replace(
+                job, held=False, excluded_nodes=tuple(sorted(excluded))
+            )
+            return
         free = [
             n
             for n, info in self.nodes.items()

@@ -340,7 +340,7 @@ class LocalScheduler:
 
     # -- actions -------------------------------------------------------------------------
 
-    def _restart(self, job_id: str, exclude: Sequence[str], held: bool | None) -> None:
+    def _restart(self, job_id: str, exclude: Sequence[str], held: bool) -> None:
         with self._transaction() as state:
             job = self._job(state, job_id)
             excluded = tuple(dict.fromkeys([*job.excluded, *exclude]))
@@ -352,7 +352,7 @@ class LocalScheduler:
                 job,
                 state=JobState.PENDING,
                 excluded=excluded,
-                held=job.held if held is None else held,
+                held=held,
                 launches=(),
                 stale=job.stale + stopping,
                 reason="JobHeldAdmin" if held else "",
@@ -369,8 +369,9 @@ class LocalScheduler:
         """Stop the job if running and start it again (attempt + 1) on nodes outside
         ``exclude_nodes`` and its earlier exclusions. If too few undrained nodes would be
         left, the oldest exclusions are dropped and the job's ``reason`` says so. A held
-        job stays held (with the new exclusions) until ``release``."""
-        self._restart(job_id, exclude_nodes, held=None)
+        job gets the exclusions and is released (what the Slurm adapter does with a job a
+        cut-short requeue left held)."""
+        self._restart(job_id, exclude_nodes, held=False)
 
     def hold(self, job_id: str) -> None:
         """Stop the job if running and keep it pending, not started, until ``release``."""
