@@ -49,6 +49,11 @@ MAX_NODE_EVENTS = 500
 NODE_EVIDENCE_LOOKBACK_S = 10.0
 # A node death reported this long after Slurm requeued the job still belongs to the lost attempt.
 REQUEUE_GRACE_S = 120.0
+# Job states in which the current attempt still holds its nodes: running, or on its way out
+# because Slurm is requeueing it (a node death seen in one of these is the attempt's).
+_ON_ITS_NODES = frozenset(
+    {JobState.RUNNING, JobState.COMPLETING, JobState.REQUEUED, JobState.NODE_FAIL}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +175,14 @@ class Engine:
                 track.previous_attempt = track.detector.attempt
                 track.attempt_changed_at = obs.time
                 track.events.clear()
-                track.pending = [(a, n) for a, n in track.pending if n == obs.attempt]
+                # What the old attempt still had pending is the old attempt's teardown,
+                # except a node death: Slurm requeues the job right after marking the node
+                # down, often between two polls, and that death is the reason for the requeue.
+                track.pending = [
+                    (a, n)
+                    for a, n in track.pending
+                    if n == obs.attempt or a.trigger is Trigger.NODE_STATE
+                ]
                 track.attempt_started = obs.time
                 track.nodes = ()
                 track.first_progress = track.last_progress = None
@@ -246,7 +258,7 @@ class Engine:
 
     def _node_failure(self, track: _JobTrack, node: str, event: Event, now: float) -> None:
         """The scheduler says a node of this job (now, or of the attempt it just lost) died."""
-        if node in track.nodes and track.detector.state is JobState.RUNNING:
+        if node in track.nodes and track.detector.state in _ON_ITS_NODES:
             attempt = track.detector.attempt
         elif (
             node in track.previous_nodes
@@ -264,7 +276,7 @@ class Engine:
             job_id=track.detector.job_id,
             detected_at=now,
             since=event.timestamp if event.timestamp is not None else now,
-            trigger=Trigger.JOB_STATE,
+            trigger=Trigger.NODE_STATE,
             basis=f"scheduler: node {node} of the job is unhealthy ({event.text})",
             nodes=(node,),
             evidence=(event,),

@@ -171,3 +171,29 @@ def test_resume_leaves_an_engine_the_scheduler_already_fed_alone() -> None:
     _running(engine, 0.0, attempt=2, nodes=("n3", "n4"))
     engine.resume("j", 1, 0.0, ("n1", "n2"))
     assert engine.detector("j").attempt == 2
+
+
+def test_a_node_death_survives_slurms_requeue_arriving_before_it_settled() -> None:
+    # A loaded service: one poll shows the node DOWN with the job still running, the next
+    # (within the settle time) already shows Slurm's own requeue.
+    engine = _engine()
+    _running(engine, 0.0)
+    t = _progress(engine, 1.0, range(1, 40))
+    engine.observe(NodeStatus(t + 0.1, "n2", NodeState.DOWN, "test"), t + 0.1)
+    assert engine.evaluate(t + 0.2) == []
+    engine.observe(JobStatus(t + 0.3, "j", JobState.PENDING, (), 1), t + 0.3)
+    (finding,) = engine.evaluate(t + 1.0)
+    assert finding.attempt == 0
+    assert finding.verdict.category is Category.NODE_HARDWARE
+    assert finding.verdict.implicated.nodes == ("n2",)
+
+
+def test_a_node_death_while_slurm_winds_the_attempt_down_is_the_attempts() -> None:
+    engine = _engine()
+    _running(engine, 0.0)
+    t = _progress(engine, 1.0, range(1, 40))
+    engine.observe(JobStatus(t + 0.1, "j", JobState.COMPLETING, ("n1", "n2"), 0), t + 0.1)
+    engine.observe(NodeStatus(t + 0.1, "n2", NodeState.DOWN, "test"), t + 0.1)
+    engine.observe(JobStatus(t + 0.5, "j", JobState.PENDING, (), 1), t + 0.5)
+    (finding,) = engine.evaluate(t + 1.0)
+    assert (finding.attempt, finding.verdict.category) == (0, Category.NODE_HARDWARE)

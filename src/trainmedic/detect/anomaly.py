@@ -19,6 +19,7 @@ class Trigger(StrEnum):
     """Which rule raised the anomaly."""
 
     JOB_STATE = "job_state"  # the scheduler reports a failed state
+    NODE_STATE = "node_state"  # the scheduler reports a node of the job down or failing
     FATAL_LOG = "fatal_log"  # a primary crash event while the job runs
     NO_PROGRESS = "no_progress"  # no iteration for longer than the hang threshold
     NO_FIRST_ITERATION = "no_first_iteration"  # no iteration within the startup grace
