@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from trainmedic.attribute.verdict import attribute
 from trainmedic.detect.anomaly import Anomaly, Trigger
@@ -27,7 +27,16 @@ from trainmedic.engine_signals import (
     node_status_event,
     verdict_for_anomaly,
 )
-from trainmedic.model import Event, EvidenceSource, Kind, LinePrefix, Verdict
+from trainmedic.engine_track import (
+    MAX_NODE_EVENTS,
+    NODE_EVIDENCE_LOOKBACK_S,
+    ON_ITS_NODES,
+    REQUEUE_GRACE_S,
+    Finding,
+    JobTrack,
+    dedupe,
+)
+from trainmedic.model import Event, EvidenceSource, Kind, LinePrefix
 from trainmedic.observations import (
     CheckpointSaved,
     JobStatus,
@@ -41,55 +50,7 @@ from trainmedic.schedulers.base import JobState, NodeState
 from trainmedic.signatures.matcher import Matcher, default_matcher
 from trainmedic.sources.telemetry import telemetry_to_events
 
-# Evidence kept per job and per node: enough for any real failure burst, bounded memory.
-MAX_JOB_EVENTS = 2000
-MAX_NODE_EVENTS = 500
-# Node evidence this long before an attempt started still counts (a GPU that fell off the bus
-# just before the job landed on it).
-NODE_EVIDENCE_LOOKBACK_S = 10.0
-# A node death reported this long after Slurm requeued the job still belongs to the lost attempt.
-REQUEUE_GRACE_S = 120.0
-# Job states in which the current attempt still holds its nodes: running, or on its way out
-# because Slurm is requeueing it (a node death seen in one of these is the attempt's).
-_ON_ITS_NODES = frozenset(
-    {JobState.RUNNING, JobState.COMPLETING, JobState.REQUEUED, JobState.NODE_FAIL}
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """An anomaly and what attribution made of it."""
-
-    job_id: str
-    attempt: int
-    anomaly: Anomaly
-    verdict: Verdict
-    evidence: tuple[Event, ...]
-    iteration: int | None
-    nodes: tuple[str, ...]
-
-
-class _JobTrack:
-    def __init__(self, job_id: str, config: DetectorConfig) -> None:
-        self.detector = JobDetectorState(job_id, config)
-        self.events: deque[Event] = deque(maxlen=MAX_JOB_EVENTS)
-        self.attempt_started: float | None = None
-        self.log_attempt: int | None = None  # from the last attempt banner in the logs
-        self.pending: list[tuple[Anomaly, int]] = []  # with the attempt it belongs to
-        # The previous attempt's nodes: Slurm requeues a --requeue job by itself when a node
-        # dies, so the dead node is already gone from the job when the node state arrives.
-        self.previous_nodes: tuple[str, ...] = ()
-        self.previous_attempt = 0
-        self.attempt_changed_at: float | None = None
-        self.node_failures: set[tuple[int, str]] = set()
-        self.nodes: tuple[str, ...] = ()  # the nodes of the running attempt
-        # The current attempt's first and latest accepted progress (for the store).
-        self.first_progress: Progress | None = None
-        self.last_progress: Progress | None = None
-
-    def stale_log(self) -> bool:
-        """The log is still showing an attempt the scheduler has already replaced."""
-        return self.log_attempt is not None and self.log_attempt < self.detector.attempt
+__all__ = ["Engine", "Finding"]
 
 
 class Engine:
@@ -103,7 +64,7 @@ class Engine:
         self.detector_config = detector_config or DetectorConfig()
         self.matcher = matcher or default_matcher()
         self.settle_s = settle_s
-        self._jobs: dict[str, _JobTrack] = {}
+        self._jobs: dict[str, JobTrack] = {}
         self._node_events: dict[str, deque[Event]] = {}
         self._telemetry: dict[tuple[str, str, str], float] = {}
         self._node_state: dict[str, NodeState] = {}
@@ -113,7 +74,7 @@ class Engine:
 
     def watch(self, job_id: str) -> None:
         if job_id not in self._jobs:
-            self._jobs[job_id] = _JobTrack(job_id, self.detector_config)
+            self._jobs[job_id] = JobTrack(job_id, self.detector_config)
 
     def resume(self, job_id: str, attempt: int, started_at: float, nodes: tuple[str, ...]) -> None:
         """Start a fresh engine where a stored attempt stands (a service restarted after
@@ -171,21 +132,7 @@ class Engine:
                 if track.last_progress is None or obs.iteration >= track.last_progress.iteration:
                     track.last_progress = obs
             if isinstance(obs, JobStatus) and obs.attempt != track.detector.attempt:
-                track.previous_nodes = track.nodes
-                track.previous_attempt = track.detector.attempt
-                track.attempt_changed_at = obs.time
-                track.events.clear()
-                # What the old attempt still had pending is the old attempt's teardown,
-                # except a node death: Slurm requeues the job right after marking the node
-                # down, often between two polls, and that death is the reason for the requeue.
-                track.pending = [
-                    (a, n)
-                    for a, n in track.pending
-                    if n == obs.attempt or a.trigger is Trigger.NODE_STATE
-                ]
-                track.attempt_started = obs.time
-                track.nodes = ()
-                track.first_progress = track.last_progress = None
+                track.new_attempt(obs.attempt, obs.time)
             if isinstance(obs, JobStatus):
                 if obs.state is JobState.RUNNING and obs.nodes:
                     # Only a running job's nodes are its own (a requeued job still lists the
@@ -256,9 +203,9 @@ class Engine:
             elif node in track.nodes:
                 track.detector.observe_event(stamped, now)
 
-    def _node_failure(self, track: _JobTrack, node: str, event: Event, now: float) -> None:
+    def _node_failure(self, track: JobTrack, node: str, event: Event, now: float) -> None:
         """The scheduler says a node of this job (now, or of the attempt it just lost) died."""
-        if node in track.nodes and track.detector.state in _ON_ITS_NODES:
+        if node in track.nodes and track.detector.state in ON_ITS_NODES:
             attempt = track.detector.attempt
         elif (
             node in track.previous_nodes
@@ -307,7 +254,7 @@ class Engine:
                 findings.append(self._finding(job_id, track, anomaly, of_attempt))
         return findings
 
-    def _node_evidence(self, track: _JobTrack, attempt: int) -> list[Event]:
+    def _node_evidence(self, track: JobTrack, attempt: int) -> list[Event]:
         """Kernel, telemetry and scheduler events of the attempt's nodes, from shortly before
         it started, that no earlier finding has used: one Xid explains one incident, not
         every later one on a node the job still runs on."""
@@ -324,7 +271,7 @@ class Engine:
             if event not in self._used and (event.timestamp is None or event.timestamp >= start)
         ]
 
-    def _finding(self, job_id: str, track: _JobTrack, anomaly: Anomaly, attempt: int) -> Finding:
+    def _finding(self, job_id: str, track: JobTrack, anomaly: Anomaly, attempt: int) -> Finding:
         node_events = self._node_evidence(track, attempt)
         self._used.update(node_events)
         if len(self._used) > 4 * MAX_NODE_EVENTS:  # forget events the node buffers dropped
@@ -338,18 +285,7 @@ class Engine:
             attempt=attempt,
             anomaly=anomaly,
             verdict=verdict,
-            evidence=_dedupe(evidence),
+            evidence=dedupe(evidence),
             iteration=track.detector.iteration,
             nodes=track.nodes if attempt == track.detector.attempt else track.previous_nodes,
         )
-
-
-def _dedupe(events: Iterable[Event]) -> tuple[Event, ...]:
-    seen: set[tuple[str, str, int, str]] = set()
-    out: list[Event] = []
-    for event in events:
-        key = (event.signature, event.source, event.line, event.text)
-        if key not in seen:
-            seen.add(key)
-            out.append(event)
-    return tuple(out)
