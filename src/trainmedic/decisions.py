@@ -3,8 +3,9 @@
 The policy (``trainmedic.policy.decide``) is pure; this reads the history it needs from the
 store (earlier attempts, node history, budgets), applies a job's own policy overrides, stores
 the verdict as an incident and the advice as the next generation for the job's attempt, and
-records the implicated nodes in their history. Everything it writes is idempotent per
-incident, so a service restarted after ``kill -9`` that re-derives a finding changes nothing.
+records the implicated nodes in their history. The incident and its advice are written in one
+transaction, and everything is idempotent per incident, so a service restarted after
+``kill -9`` that re-derives a finding changes nothing.
 """
 
 from __future__ import annotations
@@ -88,24 +89,18 @@ class DecisionRecorder:
         advice = decide(finding.verdict, context)
         verdict = finding.verdict
         fault_time = verdict.root_cause.timestamp if verdict.root_cause else None
-        incident_id = self.store.add_incident(
+        stored = self.store.record_decision(
             finding.job_id,
             finding.attempt,
             verdict,
+            advice,
+            mode=self.mode_for(finding.job_id),
+            now=now,
             detected_at=finding.anomaly.detected_at,
             fault_time=fault_time if fault_time is not None else finding.anomaly.since,
             evidence=finding.evidence[-MAX_STORED_EVIDENCE:],
         )
-        advised = self.store.list_advice(finding.job_id)
-        new = not any(a.incident_id == incident_id for a in advised)
-        stored = self.store.put_advice(
-            finding.job_id,
-            finding.attempt,
-            advice,
-            mode=self.mode_for(finding.job_id),
-            now=now,
-            incident_id=incident_id,
-        )
+        incident_id, new = stored.incident_id, stored.new
         if new:
             for node in verdict.implicated.nodes:
                 self.store.record_node_event(
@@ -125,4 +120,4 @@ class DecisionRecorder:
                 advice.action.value,
                 advice.basis,
             )
-        return Decision(finding, incident_id, stored, new)
+        return Decision(finding, incident_id, stored.advice, new)

@@ -99,6 +99,32 @@ def test_incidents_idempotent(store: Store) -> None:
     assert store.get_incident(first).fault_time == 0.5
 
 
+def test_concurrent_services_record_one_decision(store: Store) -> None:
+    """Three processes' worth of writers re-deriving the same verdict at once: one incident,
+    one advice, and exactly one of them told it wrote something new."""
+    verdict = Verdict(failure=True, kind=Kind.CRASH, category=Category.UNKNOWN, confidence=0.4)
+    barrier = threading.Barrier(3)
+    results: list[bool] = []
+
+    def writer() -> None:
+        own = Store(store.url)
+        barrier.wait()
+        decided = own.record_decision(
+            "pg-dec", 0, verdict, Advice(Action.RESTART, "x"), mode=AdviceMode.ACTION,
+            now=1.0, detected_at=1.0,
+        )  # fmt: skip
+        results.append(decided.new)
+        own.close()
+
+    threads = [threading.Thread(target=writer) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert sorted(results) == [False, False, True]
+    assert len(store.list_incidents("pg-dec")) == 1 and len(store.list_advice("pg-dec")) == 1
+
+
 def test_advice_generations_claims_steps_transitions(store: Store) -> None:
     advice = Advice(Action.RESTART_EXCLUDING, "xid", ("n2",), ("n2",))
     ids = [

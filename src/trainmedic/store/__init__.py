@@ -10,9 +10,8 @@ Importing this package imports SQLAlchemy: keep it out of anything ``analyze`` i
 
 from __future__ import annotations
 
-from trainmedic.store.advice import AdviceRepository
 from trainmedic.store.base import InvalidTransition, NotFound, normalise_url
-from trainmedic.store.incidents import IncidentsRepository
+from trainmedic.store.decisions import DecisionsRepository, StoredDecision
 from trainmedic.store.jobs import JobsRepository
 from trainmedic.store.nodes import NodesRepository
 from trainmedic.store.records import (
@@ -29,7 +28,7 @@ from trainmedic.store.records import (
 )
 
 
-class Store(JobsRepository, IncidentsRepository, AdviceRepository, NodesRepository):
+class Store(JobsRepository, DecisionsRepository, NodesRepository):
     """Every repository over one engine: ``Store("sqlite:///path/state.db")``."""
 
 
@@ -52,6 +51,7 @@ __all__ = [
     "NodeEvent",
     "NotFound",
     "Store",
+    "StoredDecision",
     "normalise_url",
     "sqlite_url",
 ]

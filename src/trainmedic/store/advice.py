@@ -21,6 +21,7 @@ re-claims the advice it was applying and carries on from ``steps_done``.
 from __future__ import annotations
 
 import sqlalchemy as sa
+from sqlalchemy import Connection
 
 from trainmedic.model import Advice
 from trainmedic.store import schema
@@ -30,7 +31,7 @@ from trainmedic.store.records import ADVICE_TRANSITIONS, AdviceMode, AdviceRecor
 
 _advice = schema.advice
 _ACTIVE = (AdviceStatus.PENDING.value, AdviceStatus.APPLYING.value)
-_GENERATION_RETRIES = 20
+GENERATION_RETRIES = 20
 
 
 class AdviceRepository(StoreBase):
@@ -59,7 +60,7 @@ class AdviceRepository(StoreBase):
         status = AdviceStatus.RECORDED if mode is AdviceMode.MONITOR else AdviceStatus.PENDING
         # SQLite serialises writers (BEGIN IMMEDIATE); on PostgreSQL two writers can read the
         # same max(generation), and the loser retries after the unique constraint refuses it.
-        for _ in range(_GENERATION_RETRIES):
+        for _ in range(GENERATION_RETRIES):
             try:
                 return self._insert_generation(
                     job_id, attempt, advice, mode, status, now, incident_id
@@ -78,65 +79,72 @@ class AdviceRepository(StoreBase):
         now: float,
         incident_id: int | None,
     ) -> AdviceRecord:
-        same_attempt = (_advice.c.job_id == job_id) & (_advice.c.attempt == attempt)
         with self._write(f"put advice for {job_id}/{attempt}") as conn:
-            if incident_id is not None:
-                row = (
-                    conn.execute(sa.select(_advice).where(_advice.c.incident_id == incident_id))
-                    .mappings()
-                    .first()
-                )
-                if row is not None:
-                    return advice_from_row(row)
-            latest = conn.execute(
-                sa.select(sa.func.max(_advice.c.generation)).where(same_attempt)
-            ).scalar_one_or_none()
-            generation = (latest or 0) + 1
-            new_id = conn.execute(
-                sa.insert(_advice)
-                .values(
-                    job_id=job_id,
-                    attempt=attempt,
-                    generation=generation,
-                    incident_id=incident_id,
-                    action=advice.action.value,
-                    exclude_nodes=list(advice.exclude_nodes),
-                    drain_nodes=list(advice.drain_nodes),
-                    basis=advice.basis,
-                    mode=mode.value,
-                    status=status.value,
-                    created_at=now,
-                    steps_done=[],
-                    note="",
-                )
-                .returning(_advice.c.id)
-            ).scalar_one()
-            conn.execute(
-                sa.update(_advice)
-                .where(
-                    (_advice.c.job_id == job_id)
-                    & (_advice.c.status == AdviceStatus.PENDING.value)
-                    & (_advice.c.id != new_id)
-                )
-                .values(
-                    status=AdviceStatus.ABANDONED.value,
-                    note=f"superseded by advice {new_id} (generation {generation})",
-                )
+            return self._advice_in(conn, job_id, attempt, advice, mode, status, now, incident_id)
+
+    @staticmethod
+    def _advice_in(
+        conn: Connection,
+        job_id: str,
+        attempt: int,
+        advice: Advice,
+        mode: AdviceMode,
+        status: AdviceStatus,
+        now: float,
+        incident_id: int | None,
+    ) -> AdviceRecord:
+        """Within ``conn``'s transaction: the incident's advice, or a new generation."""
+        same_attempt = (_advice.c.job_id == job_id) & (_advice.c.attempt == attempt)
+        if incident_id is not None:
+            existing = AdviceRepository._advice_of_incident_in(conn, incident_id)
+            if existing is not None:
+                return existing
+        latest = conn.execute(
+            sa.select(sa.func.max(_advice.c.generation)).where(same_attempt)
+        ).scalar_one_or_none()
+        generation = (latest or 0) + 1
+        new_id = conn.execute(
+            sa.insert(_advice)
+            .values(
+                job_id=job_id,
+                attempt=attempt,
+                generation=generation,
+                incident_id=incident_id,
+                action=advice.action.value,
+                exclude_nodes=list(advice.exclude_nodes),
+                drain_nodes=list(advice.drain_nodes),
+                basis=advice.basis,
+                mode=mode.value,
+                status=status.value,
+                created_at=now,
+                steps_done=[],
+                note="",
             )
-            row = conn.execute(sa.select(_advice).where(_advice.c.id == new_id)).mappings().one()
+            .returning(_advice.c.id)
+        ).scalar_one()
+        conn.execute(
+            sa.update(_advice)
+            .where(
+                (_advice.c.job_id == job_id)
+                & (_advice.c.status == AdviceStatus.PENDING.value)
+                & (_advice.c.id != new_id)
+            )
+            .values(
+                status=AdviceStatus.ABANDONED.value,
+                note=f"superseded by advice {new_id} (generation {generation})",
+            )
+        )
+        row = conn.execute(sa.select(_advice).where(_advice.c.id == new_id)).mappings().one()
         return advice_from_row(row)
 
     def _advice_for_incident(self, incident_id: int) -> AdviceRecord | None:
         with self._read("find advice") as conn:
-            row = (
-                conn.execute(
-                    sa.select(_advice)
-                    .where(_advice.c.incident_id == incident_id)
-                    .order_by(_advice.c.id)
-                )
-                .mappings()
-                .first()
-            )
+            return self._advice_of_incident_in(conn, incident_id)
+
+    @staticmethod
+    def _advice_of_incident_in(conn: Connection, incident_id: int) -> AdviceRecord | None:
+        query = sa.select(_advice).where(_advice.c.incident_id == incident_id)
+        row = conn.execute(query.order_by(_advice.c.id)).mappings().first()
         return advice_from_row(row) if row else None
 
     def get_advice(self, advice_id: int) -> AdviceRecord:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sqlalchemy as sa
+from sqlalchemy import Connection
 
 from trainmedic.model import Event, Verdict
 from trainmedic.store import schema
@@ -34,6 +35,28 @@ class IncidentsRepository(StoreBase):
         ``fault_time`` is when the fault happened, if a source knows it (None = not known,
         which the detection-latency metric leaves out rather than counting as 0).
         """
+        args = (job_id, attempt, verdict, detected_at, fault_time, evidence)
+        try:
+            with self._write(f"add incident for {job_id}") as conn:
+                return self._incident_in(conn, *args)
+        except DuplicateKey:
+            # Another process stored the same incident between our look-up and insert.
+            with self._read(f"find incident for {job_id}") as conn:
+                return self._incident_in(conn, *args, insert=False)
+
+    @staticmethod
+    def _incident_in(
+        conn: Connection,
+        job_id: str,
+        attempt: int,
+        verdict: Verdict,
+        detected_at: float,
+        fault_time: float | None,
+        evidence: Sequence[Event],
+        *,
+        insert: bool = True,
+    ) -> int:
+        """The incident's id within ``conn``'s transaction, inserted if it is new."""
         signature = verdict.root_cause.signature if verdict.root_cause else ""
         key = (
             (_incidents.c.job_id == job_id)
@@ -41,9 +64,11 @@ class IncidentsRepository(StoreBase):
             & (_incidents.c.kind == verdict.kind.value)
             & (_incidents.c.root_signature == signature)
         )
-        existing = self._incident_id(key)
+        existing = conn.execute(sa.select(_incidents.c.id).where(key)).scalar_one_or_none()
         if existing is not None:
-            return existing
+            return int(existing)
+        if not insert:
+            raise NotFound(f"incident for {job_id}/{attempt} vanished after a conflict")
         values = {
             "job_id": job_id,
             "attempt": attempt,
@@ -59,23 +84,10 @@ class IncidentsRepository(StoreBase):
             "cascades": [event_to_dict(e) for e in verdict.cascades],
             "basis": verdict.basis,
         }
-        try:
-            with self._write(f"add incident for {job_id}") as conn:
-                inserted = conn.execute(
-                    sa.insert(_incidents).values(**values).returning(_incidents.c.id)
-                ).scalar_one()
-            return int(inserted)
-        except DuplicateKey:
-            # Another process stored the same incident between our look-up and insert.
-            raced = self._incident_id(key)
-            if raced is None:
-                raise
-            return raced
-
-    def _incident_id(self, key: sa.ColumnElement[bool]) -> int | None:
-        with self._read("find incident") as conn:
-            found = conn.execute(sa.select(_incidents.c.id).where(key)).scalar_one_or_none()
-        return None if found is None else int(found)
+        inserted = conn.execute(
+            sa.insert(_incidents).values(**values).returning(_incidents.c.id)
+        ).scalar_one()
+        return int(inserted)
 
     def get_incident(self, incident_id: int) -> IncidentRecord:
         with self._read(f"get incident {incident_id}") as conn:

@@ -1,0 +1,63 @@
+"""An incident and its advice, stored in one transaction.
+
+The service decides advice for a verdict and stores both. Written as two transactions, a
+``kill -9`` between them would leave an incident without advice; the restarted service only
+repairs that when it re-derives the very same verdict. One transaction leaves either both or
+neither, so a restart always finds a decision whole or decides again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from trainmedic.model import Advice, Event, Verdict
+from trainmedic.store.advice import GENERATION_RETRIES, AdviceRepository
+from trainmedic.store.base import DuplicateKey
+from trainmedic.store.incidents import IncidentsRepository
+from trainmedic.store.records import AdviceMode, AdviceRecord, AdviceStatus
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDecision:
+    incident_id: int
+    advice: AdviceRecord
+    new: bool  # False: this incident and its advice were already stored (a re-derivation)
+
+
+class DecisionsRepository(IncidentsRepository, AdviceRepository):
+    def record_decision(
+        self,
+        job_id: str,
+        attempt: int,
+        verdict: Verdict,
+        advice: Advice,
+        *,
+        mode: AdviceMode,
+        now: float,
+        detected_at: float,
+        fault_time: float | None = None,
+        evidence: Sequence[Event] = (),
+    ) -> StoredDecision:
+        """Store the verdict as an incident and the advice for it, or return what is stored.
+
+        Idempotent as ``add_incident`` and ``put_advice`` are (same keys); ``new`` tells the
+        caller whether anything was written.
+        """
+        status = AdviceStatus.RECORDED if mode is AdviceMode.MONITOR else AdviceStatus.PENDING
+        for _ in range(GENERATION_RETRIES):
+            try:
+                with self._write(f"record decision for {job_id}/{attempt}") as conn:
+                    incident_id = self._incident_in(
+                        conn, job_id, attempt, verdict, detected_at, fault_time, evidence
+                    )
+                    existing = self._advice_of_incident_in(conn, incident_id)
+                    if existing is not None:
+                        return StoredDecision(incident_id, existing, new=False)
+                    stored = self._advice_in(
+                        conn, job_id, attempt, advice, mode, status, now, incident_id
+                    )
+                    return StoredDecision(incident_id, stored, new=True)
+            except DuplicateKey:
+                continue  # a concurrent writer stored the same incident or generation: again
+        raise DuplicateKey(f"decision for {job_id}/{attempt}: contention")
