@@ -62,25 +62,13 @@ class AdviceRepository(StoreBase):
         # same max(generation), and the loser retries after the unique constraint refuses it.
         for _ in range(GENERATION_RETRIES):
             try:
-                return self._insert_generation(
-                    job_id, attempt, advice, mode, status, now, incident_id
-                )
+                with self._write(f"put advice for {job_id}/{attempt}") as conn:
+                    return self._advice_in(
+                        conn, job_id, attempt, advice, mode, status, now, incident_id
+                    )
             except DuplicateKey:
                 continue  # a concurrent writer took this generation (or incident): try again
         raise DuplicateKey(f"advice for {job_id}/{attempt}: generation contention")
-
-    def _insert_generation(
-        self,
-        job_id: str,
-        attempt: int,
-        advice: Advice,
-        mode: AdviceMode,
-        status: AdviceStatus,
-        now: float,
-        incident_id: int | None,
-    ) -> AdviceRecord:
-        with self._write(f"put advice for {job_id}/{attempt}") as conn:
-            return self._advice_in(conn, job_id, attempt, advice, mode, status, now, incident_id)
 
     @staticmethod
     def _advice_in(
