@@ -53,40 +53,35 @@ class AdviceRepository(StoreBase):
         supersedes the job's older ``pending`` advice (marked ``abandoned``); advice already
         being applied is left to its executor.
         """
-        if incident_id is not None:
-            existing = self._advice_for_incident(incident_id)
-            if existing is not None:
-                return existing
-        status = AdviceStatus.RECORDED if mode is AdviceMode.MONITOR else AdviceStatus.PENDING
         # SQLite serialises writers (BEGIN IMMEDIATE); on PostgreSQL two writers can read the
         # same max(generation), and the loser retries after the unique constraint refuses it.
         for _ in range(GENERATION_RETRIES):
             try:
                 with self._write(f"put advice for {job_id}/{attempt}") as conn:
-                    return self._advice_in(
-                        conn, job_id, attempt, advice, mode, status, now, incident_id
+                    if incident_id is not None:
+                        existing = self._advice_of_incident_in(conn, incident_id)
+                        if existing is not None:
+                            return existing
+                    return self._new_generation_in(
+                        conn, job_id, attempt, advice, mode, now, incident_id
                     )
             except DuplicateKey:
                 continue  # a concurrent writer took this generation (or incident): try again
         raise DuplicateKey(f"advice for {job_id}/{attempt}: generation contention")
 
     @staticmethod
-    def _advice_in(
+    def _new_generation_in(
         conn: Connection,
         job_id: str,
         attempt: int,
         advice: Advice,
         mode: AdviceMode,
-        status: AdviceStatus,
         now: float,
         incident_id: int | None,
     ) -> AdviceRecord:
-        """Within ``conn``'s transaction: the incident's advice, or a new generation."""
+        """Within ``conn``'s transaction: insert the advice as the attempt's next generation."""
         same_attempt = (_advice.c.job_id == job_id) & (_advice.c.attempt == attempt)
-        if incident_id is not None:
-            existing = AdviceRepository._advice_of_incident_in(conn, incident_id)
-            if existing is not None:
-                return existing
+        status = AdviceStatus.RECORDED if mode is AdviceMode.MONITOR else AdviceStatus.PENDING
         latest = conn.execute(
             sa.select(sa.func.max(_advice.c.generation)).where(same_attempt)
         ).scalar_one_or_none()
@@ -124,10 +119,6 @@ class AdviceRepository(StoreBase):
         )
         row = conn.execute(sa.select(_advice).where(_advice.c.id == new_id)).mappings().one()
         return advice_from_row(row)
-
-    def _advice_for_incident(self, incident_id: int) -> AdviceRecord | None:
-        with self._read("find advice") as conn:
-            return self._advice_of_incident_in(conn, incident_id)
 
     @staticmethod
     def _advice_of_incident_in(conn: Connection, incident_id: int) -> AdviceRecord | None:

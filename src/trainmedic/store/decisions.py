@@ -15,7 +15,7 @@ from trainmedic.model import Advice, Event, Verdict
 from trainmedic.store.advice import GENERATION_RETRIES, AdviceRepository
 from trainmedic.store.base import DuplicateKey
 from trainmedic.store.incidents import IncidentsRepository
-from trainmedic.store.records import AdviceMode, AdviceRecord, AdviceStatus
+from trainmedic.store.records import AdviceMode, AdviceRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +44,6 @@ class DecisionsRepository(IncidentsRepository, AdviceRepository):
         Idempotent as ``add_incident`` and ``put_advice`` are (same keys); ``new`` tells the
         caller whether anything was written.
         """
-        status = AdviceStatus.RECORDED if mode is AdviceMode.MONITOR else AdviceStatus.PENDING
         for _ in range(GENERATION_RETRIES):
             try:
                 with self._write(f"record decision for {job_id}/{attempt}") as conn:
@@ -54,8 +53,8 @@ class DecisionsRepository(IncidentsRepository, AdviceRepository):
                     existing = self._advice_of_incident_in(conn, incident_id)
                     if existing is not None:
                         return StoredDecision(incident_id, existing, new=False)
-                    stored = self._advice_in(
-                        conn, job_id, attempt, advice, mode, status, now, incident_id
+                    stored = self._new_generation_in(
+                        conn, job_id, attempt, advice, mode, now, incident_id
                     )
                     return StoredDecision(incident_id, stored, new=True)
             except DuplicateKey:
