@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from trainmedic.signatures.matcher import Matcher, default_matcher
+from trainmedic.core.signatures.matcher import Matcher, default_matcher
 
 NODES = [f"gpu-a{n:02d}" for n in range(1, 5)]
 RANKS = 32
@@ -148,7 +148,7 @@ def time_naive(matcher: Matcher, sample: list[str]) -> float:
 def find_analyze() -> Callable[[Path], object] | None:
     """The full pipeline entry point if present (another part of the project provides it)."""
     try:
-        module = importlib.import_module("trainmedic.analyze")
+        module = importlib.import_module("trainmedic.offline.analyze")
     except ImportError:
         return None
     single = getattr(module, "analyze_path", None)

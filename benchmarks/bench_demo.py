@@ -42,7 +42,7 @@ def p95(values: list[float]) -> float:
 def run_demo(workdir: Path) -> dict[str, Any]:
     report = workdir / "report.json"
     subprocess.run(
-        [sys.executable, "-m", "trainmedic.cli", "demo", "--no-api", "--report", str(report)],
+        [sys.executable, "-m", "trainmedic.cli.main", "demo", "--no-api", "--report", str(report)],
         check=True,
         stdout=subprocess.DEVNULL,
         timeout=600,

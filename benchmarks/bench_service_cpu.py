@@ -19,9 +19,9 @@ import threading
 import time
 from pathlib import Path
 
-from trainmedic.config import default_config
-from trainmedic.schedulers.local import LocalJobSpec, LocalScheduler
-from trainmedic.service import Service
+from trainmedic.schedulers.local.scheduler import LocalJobSpec, LocalScheduler
+from trainmedic.service.config import default_config
+from trainmedic.service.loop import Service
 from trainmedic.sources.follower import LogFollower
 from trainmedic.store import JobSpec, Store, sqlite_url
 
@@ -58,7 +58,7 @@ def main() -> None:
         )
         run = base / "run"
         command = (
-            "-m", "trainmedic.examples.trainer", "--run-dir", str(run), "--iters", "10000000",
+            "-m", "trainmedic.demo.trainer.cli", "--run-dir", str(run), "--iters", "10000000",
             "--ckpt-every", "100", "--step-sleep", str(args.step_sleep),
         )  # fmt: skip
         job_id = sched.submit(LocalJobSpec("bench", 2, 2, command, str(run)))

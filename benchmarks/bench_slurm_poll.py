@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trainmedic.observations import JobStatus, NodeStatus, Observation
-from trainmedic.schedulers.slurm import SlurmScheduler
-from trainmedic.schedulers.slurm_runner import FakeRunner
+from trainmedic.core.observations import JobStatus, NodeStatus, Observation
+from trainmedic.schedulers.slurm.runner import FakeRunner
+from trainmedic.schedulers.slurm.scheduler import SlurmScheduler
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "slurm"
 WIDTH = 5  # node-name digits: node00001

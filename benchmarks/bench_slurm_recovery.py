@@ -39,18 +39,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trainmedic.config.loader import default_config
 from trainmedic.demo.slurm_job import (
     TrainerJob,
     attempts_in_log,
     submit_trainer_job,
     trainer_job_spec,
 )
+from trainmedic.lab import SlurmCluster
 from trainmedic.schedulers.base import JobState
-from trainmedic.schedulers.slurm import SlurmScheduler
-from trainmedic.schedulers.slurm_runner import LocalRunner
-from trainmedic.service import Service
-from trainmedic.slurmlab import SlurmCluster
+from trainmedic.schedulers.slurm.runner import LocalRunner
+from trainmedic.schedulers.slurm.scheduler import SlurmScheduler
+from trainmedic.service.config.loader import default_config
+from trainmedic.service.loop import Service
 from trainmedic.store import AdviceStatus, Store, sqlite_url
 
 

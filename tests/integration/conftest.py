@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from trainmedic.slurmlab import SlurmCluster, SlurmLabUnavailable
+from trainmedic.lab import SlurmCluster, SlurmLabUnavailable
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 
 def trainmedic(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "trainmedic.cli", *args],
+        [sys.executable, "-m", "trainmedic.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -80,7 +80,7 @@ def test_peak_memory_stays_small_on_a_large_log(tmp_path: Path) -> None:
         f.write(b"RuntimeError: CUDA error: an illegal memory access was encountered\n")
     code = (
         "import resource, sys\n"
-        "from trainmedic.analyze import analyze_path\n"
+        "from trainmedic.offline.analyze import analyze_path\n"
         "r = analyze_path(sys.argv[1])\n"
         "print(r.verdict.category, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
     )

@@ -14,9 +14,9 @@ import pytest
 
 from trainmedic.api import create_app
 from trainmedic.api.server import ApiServer
-from trainmedic.cli import main
-from trainmedic.config import default_config
-from trainmedic.model import Action, Advice, Category, Event, Implicated, Kind, Role, Verdict
+from trainmedic.cli.main import main
+from trainmedic.core.model import Action, Advice, Category, Event, Implicated, Kind, Role, Verdict
+from trainmedic.service.config import default_config
 from trainmedic.store import AdviceMode, JobSpec, Store, sqlite_url
 
 pytestmark = pytest.mark.slow
@@ -90,7 +90,7 @@ def test_unreachable_api_is_one_line_and_exit_2(tmp_path: Path) -> None:
         port = s.getsockname()[1]  # nothing listens here once the socket is closed
     env = {**os.environ, "TRAINMEDIC_URL": f"http://127.0.0.1:{port}"}
     done = subprocess.run(
-        [sys.executable, "-m", "trainmedic.cli", "status"],
+        [sys.executable, "-m", "trainmedic.cli.main", "status"],
         env=env,
         capture_output=True,
         text=True,

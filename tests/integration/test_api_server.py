@@ -14,8 +14,8 @@ import pytest
 
 from trainmedic.api import create_app
 from trainmedic.api.server import ApiServer
-from trainmedic.config import default_config
-from trainmedic.model import Action, Advice, Category, Event, Implicated, Kind, Role, Verdict
+from trainmedic.core.model import Action, Advice, Category, Event, Implicated, Kind, Role, Verdict
+from trainmedic.service.config import default_config
 from trainmedic.store import AdviceMode, Store, sqlite_url
 
 pytestmark = pytest.mark.slow

@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 def _demo(tmp_path: Path, *args: str) -> dict[str, Any]:
     report = tmp_path / "report.json"
     done = subprocess.run(
-        [sys.executable, "-m", "trainmedic.cli", "demo", "--report", str(report), *args],
+        [sys.executable, "-m", "trainmedic.cli.main", "demo", "--report", str(report), *args],
         capture_output=True,
         text=True,
         timeout=540,
@@ -72,7 +72,7 @@ def test_monitor_mode_only_advises(tmp_path: Path) -> None:
 
 def test_bad_fault_name_is_a_one_line_error(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "trainmedic.cli", "demo", "--faults", "meteor"],
+        [sys.executable, "-m", "trainmedic.cli.main", "demo", "--faults", "meteor"],
         capture_output=True,
         text=True,
         timeout=60,

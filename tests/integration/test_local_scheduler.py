@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from trainmedic.schedulers.base import JobInfo, JobState, NodeState
-from trainmedic.schedulers.local import LocalJobSpec, LocalScheduler
+from trainmedic.schedulers.local.scheduler import LocalJobSpec, LocalScheduler
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -56,7 +56,7 @@ def after_banner(out: Path, attempt: int) -> str:
 def test_crash_requeue_exclude_resume_readopt_cancel(tmp_path: Path) -> None:
     cluster, run = tmp_path / "cluster", tmp_path / "run"
     sched = LocalScheduler(cluster, nodes=NODES, grace_s=3.0)
-    command = ("-m", "trainmedic.examples.trainer", "--run-dir", str(run))
+    command = ("-m", "trainmedic.demo.trainer.cli", "--run-dir", str(run))
     spec = LocalJobSpec(
         name="t", nnodes=2, nproc_per_node=1, run_dir=str(run),
         command=(*command, "--iters", "100000", "--ckpt-every", "20"),
@@ -128,9 +128,9 @@ def test_crash_requeue_exclude_resume_readopt_cancel(tmp_path: Path) -> None:
 
 SUBMITTER = """
 import sys, time
-from trainmedic.schedulers.local import LocalJobSpec, LocalScheduler
+from trainmedic.schedulers.local.scheduler import LocalJobSpec, LocalScheduler
 sched = LocalScheduler(sys.argv[1], nodes=("node1", "node2", "node3"))
-command = ("-m", "trainmedic.examples.trainer", "--run-dir", sys.argv[2], "--iters", "100000")
+command = ("-m", "trainmedic.demo.trainer.cli", "--run-dir", sys.argv[2], "--iters", "100000")
 print(sched.submit(LocalJobSpec("k", 2, 1, command, sys.argv[2])), flush=True)
 time.sleep(600)
 """
@@ -159,7 +159,7 @@ def test_service_killed_minus_9_job_survives_and_is_readopted(tmp_path: Path) ->
 # Submits a 2-node job and is SIGKILLed between spawning its first and its second node.
 DIES_WHILE_STARTING = """
 import os, signal, sys
-from trainmedic.schedulers.local import LocalJobSpec, LocalScheduler
+from trainmedic.schedulers.local.scheduler import LocalJobSpec, LocalScheduler
 sched = LocalScheduler(sys.argv[1], nodes=("node1", "node2", "node3"), grace_s=1.0)
 real_spawn = sched._procs.spawn
 def spawn_then_die(job, launch, port):
@@ -168,7 +168,7 @@ def spawn_then_die(job, launch, port):
         os.kill(os.getpid(), signal.SIGKILL)
     return started
 sched._procs.spawn = spawn_then_die
-command = ("-m", "trainmedic.examples.trainer", "--run-dir", sys.argv[2], "--iters", "100000")
+command = ("-m", "trainmedic.demo.trainer.cli", "--run-dir", sys.argv[2], "--iters", "100000")
 sched.submit(LocalJobSpec("k", 2, 1, command, sys.argv[2]))
 """
 

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from trainmedic.schedulers.base import JobState
-from trainmedic.schedulers.local import LocalJobSpec, LocalScheduler
+from trainmedic.schedulers.local.scheduler import LocalJobSpec, LocalScheduler
 from trainmedic.store import Store, sqlite_url
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -46,7 +46,7 @@ def _wait(what: str, check: Callable[[], Any], timeout: float = 90.0) -> Any:
 def _serve(config: Path, log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "trainmedic.cli", "serve", "--config", str(config)],
+            [sys.executable, "-m", "trainmedic.cli.main", "serve", "--config", str(config)],
             stdout=out,
             stderr=subprocess.STDOUT,
         )
@@ -71,7 +71,7 @@ kind = "local"
     )
     sched = LocalScheduler(state / "cluster", nodes=NODES, grace_s=1.5)
     run_dir = tmp_path / "run"
-    command = ("-m", "trainmedic.examples.trainer", "--run-dir", str(run_dir),
+    command = ("-m", "trainmedic.demo.trainer.cli", "--run-dir", str(run_dir),
                "--iters", "100000", "--ckpt-every", "20", "--step-sleep", "0.01")  # fmt: skip
     job_id = sched.submit(LocalJobSpec("k9", 2, 2, command, str(run_dir)))
     service = _serve(config, tmp_path / "serve.log")

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from trainmedic.lab import SlurmCluster
 from trainmedic.schedulers.base import JobState, NodeState
-from trainmedic.schedulers.slurm import SlurmScheduler
-from trainmedic.schedulers.slurm_runner import LocalRunner
-from trainmedic.slurmlab import SlurmCluster
+from trainmedic.schedulers.slurm.runner import LocalRunner
+from trainmedic.schedulers.slurm.scheduler import SlurmScheduler
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 

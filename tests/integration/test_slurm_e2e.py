@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from trainmedic.config.loader import default_config
+from trainmedic.core.model import Action, Category, Kind
 from trainmedic.demo.slurm_job import (
     AttemptLog,
     TrainerJob,
@@ -30,13 +30,13 @@ from trainmedic.demo.slurm_job import (
     submit_trainer_job,
     trainer_job_spec,
 )
-from trainmedic.model import Action, Category, Kind
+from trainmedic.lab import SlurmCluster
 from trainmedic.schedulers.base import JobState
-from trainmedic.schedulers.slurm import SlurmScheduler
-from trainmedic.schedulers.slurm_runner import CompletedCommand, LocalRunner
-from trainmedic.schedulers.slurm_scontrol import JobDetails
-from trainmedic.service import Service
-from trainmedic.slurmlab import SlurmCluster
+from trainmedic.schedulers.slurm.runner import CompletedCommand, LocalRunner
+from trainmedic.schedulers.slurm.scheduler import SlurmScheduler
+from trainmedic.schedulers.slurm.scontrol import JobDetails
+from trainmedic.service.config.loader import default_config
+from trainmedic.service.loop import Service
 from trainmedic.store import AdviceRecord, AdviceStatus, IncidentRecord, Store, sqlite_url
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm, pytest.mark.timeout(180)]
@@ -394,7 +394,7 @@ def test_watchdog_releases_a_job_held_by_a_dead_service(
         slurm_cluster.run(["scontrol", "requeuehold", job_id])
         held_at = time.monotonic()
         assert slurm.job_details(job_id).held
-        argv = [sys.executable, "-m", "trainmedic.cli", "watchdog", "--config", str(config)]
+        argv = [sys.executable, "-m", "trainmedic.cli.main", "watchdog", "--config", str(config)]
         with (tmp_path / "watchdog.log").open("wb") as log:
             watchdog = subprocess.Popen(
                 [*argv, "--timeout", "5", "--interval", "0.5"], stdout=log, stderr=log

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.slurmlab import SlurmCluster, SlurmLabUnavailable, procs
+from trainmedic.lab import SlurmCluster, SlurmLabUnavailable, procs
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 
@@ -65,11 +65,11 @@ def test_second_cluster_side_by_side_stops_exactly_its_processes(
 
 
 def test_up_attach_down_from_other_processes(tmp_path: Path) -> None:
-    """``python -m trainmedic.slurmlab up`` in one process, ``attach`` in this one, ``down``."""
+    """``python -m trainmedic.lab up`` in one process, ``attach`` in this one, ``down``."""
     lab = tmp_path / "cli"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     up = subprocess.run(
-        [sys.executable, "-m", "trainmedic.slurmlab", "up", "--dir", str(lab), "--nodes", "2"],
+        [sys.executable, "-m", "trainmedic.lab", "up", "--dir", str(lab), "--nodes", "2"],
         capture_output=True, text=True, env=env, timeout=60, check=False,
     )  # fmt: skip
     if up.returncode != 0:
@@ -85,7 +85,7 @@ def test_up_attach_down_from_other_processes(tmp_path: Path) -> None:
         assert len(pids) == 5  # munged, slurmctld, 2 slurmd, telemetry
     finally:
         down = subprocess.run(
-            [sys.executable, "-m", "trainmedic.slurmlab", "down", "--dir", str(lab)],
+            [sys.executable, "-m", "trainmedic.lab", "down", "--dir", str(lab)],
             capture_output=True, text=True, env=env, timeout=60, check=False,
         )  # fmt: skip
     assert down.stdout.strip() == "stopped 5 processes"

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.errors import SchedulerUnavailable
+from trainmedic.core.errors import SchedulerUnavailable
+from trainmedic.lab import SlurmCluster
+from trainmedic.lab.procs import free_ports, terminate
 from trainmedic.schedulers.base import NodeState
-from trainmedic.schedulers.slurm import SlurmScheduler
-from trainmedic.schedulers.slurm_runner import SshRunner
-from trainmedic.slurmlab import SlurmCluster
-from trainmedic.slurmlab.procs import free_ports, terminate
+from trainmedic.schedulers.slurm.runner import SshRunner
+from trainmedic.schedulers.slurm.scheduler import SlurmScheduler
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 

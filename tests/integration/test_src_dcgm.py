@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from trainmedic.model import ActionHint, Category, EvidenceSource
-from trainmedic.observations import SourceStale, TelemetrySample
+from trainmedic.core.model import ActionHint, Category, EvidenceSource
+from trainmedic.core.observations import SourceStale, TelemetrySample
+from trainmedic.lab.dcgm_stub import DcgmExporterStub
 from trainmedic.sources.dcgm import DBE_VOLATILE, GPU_TEMP, XID, DcgmScraper
-from trainmedic.sources.dcgm_stub import DcgmExporterStub
 from trainmedic.sources.telemetry import TelemetryKey, remember, telemetry_to_events
 
 pytestmark = pytest.mark.slow

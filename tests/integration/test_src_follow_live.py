@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.observations import Progress
+from trainmedic.core.observations import Progress
 from trainmedic.sources.joblog import JobLogSource
 
 pytestmark = pytest.mark.slow

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.detect import Anomaly, DetectorConfig, JobDetectorState
-from trainmedic.model import Kind
-from trainmedic.observations import JobStatus, Progress
+from trainmedic.core.detect import Anomaly, DetectorConfig, JobDetectorState
+from trainmedic.core.model import Kind
+from trainmedic.core.observations import JobStatus, Progress
 from trainmedic.schedulers.base import JobState
-from trainmedic.schedulers.local_launch import free_port, torchrun_argv
+from trainmedic.schedulers.local.launch import free_port, torchrun_argv
 from trainmedic.sources.joblog import JobLogSource
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(150)]
@@ -45,7 +45,7 @@ def watch_trainer(
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "faults.json").write_text(json.dumps(faults))
     port = free_port()
-    command = ["-m", "trainmedic.examples.trainer", "--run-dir", str(run_dir), "--iters", "100000",
+    command = ["-m", "trainmedic.demo.trainer.cli", "--run-dir", str(run_dir), "--iters", "100000",
                *extra]  # fmt: skip
     procs: list[subprocess.Popen[bytes]] = []
     outs = []

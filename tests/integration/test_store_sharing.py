@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.model import Action, Advice
+from trainmedic.core.model import Action, Advice
 from trainmedic.store import AdviceMode, Store, sqlite_url
 
 pytestmark = pytest.mark.slow
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 WRITER = textwrap.dedent(
     """
     import sys
-    from trainmedic.model import Action, Advice
+    from trainmedic.core.model import Action, Advice
     from trainmedic.store import AdviceMode, Store
     store = Store(sys.argv[1])
     name = sys.argv[2]

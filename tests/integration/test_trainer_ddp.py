@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.schedulers.local_launch import free_port, pid_alive, torchrun_argv
+from trainmedic.schedulers.local.launch import free_port, pid_alive, torchrun_argv
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -37,7 +37,7 @@ def run_job(
 ) -> tuple[list[int], str]:
     """Start one torchrun per node, wait for all; return exit codes and the joined output."""
     port = free_port()
-    command = ["-m", "trainmedic.examples.trainer", "--run-dir", str(run_dir)]
+    command = ["-m", "trainmedic.demo.trainer.cli", "--run-dir", str(run_dir)]
     command += ["--iters", str(iters), "--ckpt-every", "20", *extra]
     procs, outputs = [], []
     for rank in range(nnodes):
@@ -167,7 +167,7 @@ def test_workers_stop_when_torchrun_is_killed(tmp_path: Path) -> None:
     env = dict(os.environ, TRAINMEDIC_NODE="node1", OMP_NUM_THREADS="1")
     command = [
         "-m",
-        "trainmedic.examples.trainer",
+        "trainmedic.demo.trainer.cli",
         "--run-dir",
         str(tmp_path),
         "--iters",

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.errors import InputError
-from trainmedic.evaluate import evaluate, format_summary, read_labels, summary
+from trainmedic.core.errors import InputError
+from trainmedic.offline.evaluate import evaluate, format_summary, read_labels, summary
 
 
 def corpus(tmp_path: Path) -> Path:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.analyze import analyze_path
-from trainmedic.logparse.elastic import ChildFailureTracker
-from trainmedic.model import Category
+from trainmedic.core.logparse.elastic import ChildFailureTracker
+from trainmedic.core.model import Category
+from trainmedic.offline.analyze import analyze_path
 
 CASES = {
     # Ranks disagreeing on a collective: NCCL reports the size mismatch and stops.

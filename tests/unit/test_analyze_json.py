@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from trainmedic.analyze import analyze_path
-from trainmedic.report import format_text, to_json_dict
+from trainmedic.offline.analyze import analyze_path
+from trainmedic.offline.report import format_text, to_json_dict
 
 CKPT = """\
 node=n1 iter=99 loss=0.51 step_s=0.01

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.analyze import analyze_path
+from trainmedic.offline.analyze import analyze_path
 
 CASES = {
     "ecc": (

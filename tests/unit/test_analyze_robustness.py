@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.analyze import analyze_path
-from trainmedic.errors import InputError
-from trainmedic.model import Kind
+from trainmedic.core.errors import InputError
+from trainmedic.core.model import Kind
+from trainmedic.offline.analyze import analyze_path
 
 
 def _healthy(verdict_kind: Kind, failure: bool) -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from trainmedic.attribute.advice import advise
-from trainmedic.model import (
+from trainmedic.core.attribute.advice import advise
+from trainmedic.core.model import (
     NO_FAILURE,
     Action,
     Category,

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.evaluate import Summary, evaluate, format_summary, read_labels, summary
-from trainmedic.model import Category
+from trainmedic.core.model import Category
+from trainmedic.offline.evaluate import Summary, evaluate, format_summary, read_labels, summary
 
 GENSET = Path(__file__).resolve().parents[1] / "data" / "genset"
 FLOOR = 0.95

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trainmedic.analyze import analyze_path
-from trainmedic.logparse.prefix import parse_prefix
-from trainmedic.model import EvidenceSource, Verdict
+from trainmedic.core.logparse.prefix import parse_prefix
+from trainmedic.core.model import EvidenceSource, Verdict
+from trainmedic.offline.analyze import analyze_path
 
 
 def _analyze(tmp_path: Path, text: str, name: str = "job.log") -> Verdict:

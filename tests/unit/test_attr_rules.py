@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from trainmedic.attribute.facts import JobFacts
-from trainmedic.attribute.rules import default_rules, parse_rules, refine
-from trainmedic.attribute.verdict import attribute
-from trainmedic.errors import ConfigError
-from trainmedic.model import Category, Event, EvidenceSource, Kind, Role
+from trainmedic.core.attribute.facts import JobFacts
+from trainmedic.core.attribute.rules import default_rules, parse_rules, refine
+from trainmedic.core.attribute.verdict import attribute
+from trainmedic.core.errors import ConfigError
+from trainmedic.core.model import Category, Event, EvidenceSource, Kind, Role
 
 
 def line_event(text: str, category: Category = Category.APPLICATION, **extra: object) -> Event:
@@ -31,7 +31,7 @@ def test_table_loads_with_unique_ids() -> None:
 
 @pytest.mark.parametrize("rule", default_rules(), ids=lambda r: r.id)
 def test_each_rule_fires_on_its_example(rule: object) -> None:
-    from trainmedic.attribute.rules import ContextRule
+    from trainmedic.core.attribute.rules import ContextRule
 
     assert isinstance(rule, ContextRule)
     root = line_event(rule.example, category=next(iter(rule.category_in or {Category.APPLICATION})))

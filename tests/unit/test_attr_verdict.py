@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from trainmedic.attribute.facts import JobFacts, ProgressSummary
-from trainmedic.attribute.verdict import attribute
-from trainmedic.logparse.elastic import ChildFailure
-from trainmedic.model import Category, Event, EvidenceSource, Kind, Role
+from trainmedic.core.attribute.facts import JobFacts, ProgressSummary
+from trainmedic.core.attribute.verdict import attribute
+from trainmedic.core.logparse.elastic import ChildFailure
+from trainmedic.core.model import Category, Event, EvidenceSource, Kind, Role
 
 
 def ev(

@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.config import (
+from trainmedic.core.errors import ConfigError
+from trainmedic.core.model import Category
+from trainmedic.service.config import (
     Config,
     PolicyConfig,
     apply_policy_overrides,
     default_config,
     load_config,
 )
-from trainmedic.config.sections import ServiceConfig
-from trainmedic.errors import ConfigError
-from trainmedic.model import Category
+from trainmedic.service.config.sections import ServiceConfig
 
 ENV = {"HOME": "/home/u"}
 

@@ -13,7 +13,7 @@ HEAVY = ("torch", "fastapi", "sqlalchemy", "uvicorn", "httpx", "prometheus_clien
 def test_analyze_imports_only_the_standard_library_and_the_core() -> None:
     code = (
         "import sys\n"
-        "from trainmedic.cli import main\n"
+        "from trainmedic.cli.main import main\n"
         f"rc = main(['analyze', '--json', {str(EXAMPLE)!r}])\n"
         f"print(rc, [m for m in {HEAVY!r} if m in sys.modules])\n"
     )

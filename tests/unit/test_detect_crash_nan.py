@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from trainmedic.detect import JobDetectorState, Trigger, crash_from_status, is_nan_event
-from trainmedic.model import ActionHint, Category, Event, EvidenceSource, Kind, Role
-from trainmedic.observations import JobStatus, Progress
+from trainmedic.core.detect import JobDetectorState, Trigger, crash_from_status, is_nan_event
+from trainmedic.core.model import ActionHint, Category, Event, EvidenceSource, Kind, Role
+from trainmedic.core.observations import JobStatus, Progress
 from trainmedic.schedulers.base import JobState
 
 JOB = "j1"
@@ -121,7 +121,7 @@ def test_nan_signature_line() -> None:
 
 
 def catalogue_events() -> list[Event]:
-    from trainmedic.signatures.catalogue import load_catalogue
+    from trainmedic.core.signatures.catalogue import load_catalogue
 
     return [
         Event(s.id, s.category, s.kind, s.role, 1, s.examples[0] if s.examples else "")
@@ -140,9 +140,9 @@ def test_nan_rule_agrees_with_the_signature_catalogue() -> None:
 
 
 def test_real_gloo_timeout_line_cuts_a_hang_short() -> None:
-    from trainmedic.logparse.prefix import parse_prefix
-    from trainmedic.signatures.catalogue import load_catalogue
-    from trainmedic.signatures.matcher import Matcher
+    from trainmedic.core.logparse.prefix import parse_prefix
+    from trainmedic.core.signatures.catalogue import load_catalogue
+    from trainmedic.core.signatures.matcher import Matcher
 
     matcher = Matcher(load_catalogue())
     text = (

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from trainmedic.detect import DetectorConfig, JobDetectorState, Trigger
-from trainmedic.model import Category, Event, Kind, Role
-from trainmedic.observations import CheckpointSaved, JobStatus, Progress
+from trainmedic.core.detect import DetectorConfig, JobDetectorState, Trigger
+from trainmedic.core.model import Category, Event, Kind, Role
+from trainmedic.core.observations import CheckpointSaved, JobStatus, Progress
 from trainmedic.schedulers.base import JobState
 
 JOB = "j1"

@@ -11,16 +11,16 @@ import random
 
 import pytest
 
-from trainmedic.detect import (
+from trainmedic.core.detect import (
     Anomaly,
     DetectorConfig,
     JobDetectorState,
     RankTiming,
     find_slow_ranks,
 )
-from trainmedic.detect.stats import median, quantile
-from trainmedic.model import Kind
-from trainmedic.observations import JobStatus, Progress
+from trainmedic.core.detect.stats import median, quantile
+from trainmedic.core.model import Kind
+from trainmedic.core.observations import JobStatus, Progress
 from trainmedic.schedulers.base import JobState
 
 JOB = "j1"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from trainmedic.config import default_config
-from trainmedic.config.sections import WatchConfig
-from trainmedic.discovery import discover
 from trainmedic.schedulers.base import JobInfo, JobState
+from trainmedic.service.config import default_config
+from trainmedic.service.config.sections import WatchConfig
+from trainmedic.service.discovery import discover
 
 POLICY = default_config().policy
 

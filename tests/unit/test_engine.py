@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from trainmedic.detect.config import DetectorConfig
-from trainmedic.engine import Engine
-from trainmedic.model import Category, EvidenceSource, Kind
-from trainmedic.observations import JobStatus, LogLine, NodeStatus, Progress
+from trainmedic.core.detect.config import DetectorConfig
+from trainmedic.core.engine.engine import Engine
+from trainmedic.core.model import Category, EvidenceSource, Kind
+from trainmedic.core.observations import JobStatus, LogLine, NodeStatus, Progress
 from trainmedic.schedulers.base import JobState, NodeState
 
 XID79 = "NVRM: Xid (PCI:0000:3b:00): 79, pid=991, name=python, GPU has fallen off the bus."

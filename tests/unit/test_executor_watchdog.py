@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.executor import Executor
-from trainmedic.model import Action, Advice, Category, Kind, Verdict
+from trainmedic.core.model import Action, Advice, Category, Kind, Verdict
 from trainmedic.schedulers.base import JobState
 from trainmedic.schedulers.fake import FakeScheduler
+from trainmedic.service.executor import Executor
+from trainmedic.service.watchdog import Watchdog
 from trainmedic.store import AdviceMode, AdviceStatus, Store, sqlite_url
-from trainmedic.watchdog import Watchdog
 
 VERDICT = Verdict(True, Kind.CRASH, Category.GPU_HARDWARE, 0.9)
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.errors import SchedulerError
+from trainmedic.core.errors import SchedulerError
 from trainmedic.schedulers.base import JobState, NodeState
-from trainmedic.schedulers.local import LocalScheduler
-from trainmedic.schedulers.local_launch import pid_alive, wrapped_argv
-from trainmedic.schedulers.local_state import (
+from trainmedic.schedulers.local.launch import pid_alive, wrapped_argv
+from trainmedic.schedulers.local.scheduler import LocalScheduler
+from trainmedic.schedulers.local.state import (
     ClusterState,
     JobRecord,
     Launch,
@@ -99,7 +99,7 @@ def test_drain_owns_only_trainmedic_reasons(tmp_path: Path) -> None:
 def test_job_waits_when_nodes_are_drained_and_errors_are_scheduler_errors(tmp_path: Path) -> None:
     sched = LocalScheduler(tmp_path / "cluster", nodes=("node1", "node2"))
     sched.admin_drain("node1", "maintenance")
-    spec = LocalJobSpec("j", 2, 1, ("-m", "trainmedic.examples.trainer"), str(tmp_path / "run"))
+    spec = LocalJobSpec("j", 2, 1, ("-m", "trainmedic.demo.trainer.cli"), str(tmp_path / "run"))
     job_id = sched.submit(spec)
     (info,) = sched.poll([job_id]).jobs
     assert info.state is JobState.PENDING and info.reason.startswith("ReqNodeNotAvail")
@@ -122,8 +122,8 @@ def test_new_instance_finishes_a_stop_the_dead_one_began(tmp_path: Path) -> None
     import dataclasses
     import os
 
-    from trainmedic.schedulers.local_launch import LAUNCH_MARKER, has_marker, spawn
-    from trainmedic.schedulers.local_state import write_atomic
+    from trainmedic.schedulers.local.launch import LAUNCH_MARKER, has_marker, spawn
+    from trainmedic.schedulers.local.state import write_atomic
 
     cluster = tmp_path / "cluster"
     sched = LocalScheduler(cluster, nodes=NODES)

@@ -6,7 +6,7 @@ import calendar
 
 import pytest
 
-from trainmedic.logparse.prefix import REFERENCE_YEAR, full_date_year, parse_prefix
+from trainmedic.core.logparse.prefix import REFERENCE_YEAR, full_date_year, parse_prefix
 
 
 def _utc(*parts: int) -> float:

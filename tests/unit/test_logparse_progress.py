@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from trainmedic.logparse.checkpoint import parse_checkpoint
-from trainmedic.logparse.progress import is_finite_loss, parse_progress, parse_progress_json
+from trainmedic.core.logparse.checkpoint import parse_checkpoint
+from trainmedic.core.logparse.progress import is_finite_loss, parse_progress, parse_progress_json
 
 
 def test_trainmedic_trainer_line() -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from trainmedic.logparse.scan import ScanLimits, scan_lines
-from trainmedic.model import EvidenceSource
+from trainmedic.core.logparse.scan import ScanLimits, scan_lines
+from trainmedic.core.model import EvidenceSource
 
 XID = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus."
 

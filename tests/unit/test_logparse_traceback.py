@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from trainmedic.logparse.elastic import ChildFailureTracker
-from trainmedic.logparse.traceback import group_tracebacks
+from trainmedic.core.logparse.elastic import ChildFailureTracker
+from trainmedic.core.logparse.traceback import group_tracebacks
 
 CHECKPOINT_TB = """\
 Traceback (most recent call last):

@@ -6,8 +6,7 @@ import dataclasses
 
 import pytest
 
-from trainmedic.config import PolicyConfig, RetryBudgets
-from trainmedic.model import (
+from trainmedic.core.model import (
     Action,
     Category,
     Event,
@@ -17,7 +16,8 @@ from trainmedic.model import (
     Role,
     Verdict,
 )
-from trainmedic.policy import AttemptRecord, PolicyContext, decide, spends_budget
+from trainmedic.core.policy import AttemptRecord, PolicyContext, decide, spends_budget
+from trainmedic.service.config import PolicyConfig, RetryBudgets
 
 NODES = ("node1", "node2")
 SPARES = ("node3", "node4")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from trainmedic.config import load_config
+from trainmedic.service.config import load_config
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -8,11 +8,11 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from trainmedic.config.sections import Config, ServiceConfig
-from trainmedic.model import Action, Category
+from trainmedic.core.model import Action, Category
 from trainmedic.schedulers.base import JobState
 from trainmedic.schedulers.fake import FakeScheduler
-from trainmedic.service import Service
+from trainmedic.service.config.sections import Config, ServiceConfig
+from trainmedic.service.loop import Service
 from trainmedic.store import JobSpec, Store, sqlite_url
 
 SETTLE_S = 0.6  # past the engine's settle time, so findings are attributed

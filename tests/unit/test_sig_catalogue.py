@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.errors import ConfigError
-from trainmedic.model import ActionHint, Category, Kind, Role
-from trainmedic.signatures.catalogue import (
+from trainmedic.core.errors import ConfigError
+from trainmedic.core.model import ActionHint, Category, Kind, Role
+from trainmedic.core.signatures.catalogue import (
     ALLOWED_GROUPS,
     Signature,
     load_catalogue,
     parse_catalogue,
 )
-from trainmedic.signatures.matcher import default_matcher
+from trainmedic.core.signatures.matcher import default_matcher
 
 CATALOGUE = load_catalogue()
 SIGNATURES = CATALOGUE.signatures
@@ -75,7 +75,7 @@ def test_xid_table_follows_design_buckets() -> None:
 
 
 def test_load_from_path_equals_packaged() -> None:
-    path = Path(__file__).parents[2] / "src/trainmedic/signatures/catalogue.toml"
+    path = Path(__file__).parents[2] / "src/trainmedic/core/signatures/catalogue.toml"
     assert load_catalogue(path) == CATALOGUE
 
 

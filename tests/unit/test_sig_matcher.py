@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from trainmedic.model import ActionHint, Category, Event, EvidenceSource, LinePrefix, Role
-from trainmedic.signatures.catalogue import load_catalogue
-from trainmedic.signatures.matcher import Hit, Matcher, default_matcher, normalize_pci
+from trainmedic.core.model import ActionHint, Category, Event, EvidenceSource, LinePrefix, Role
+from trainmedic.core.signatures.catalogue import load_catalogue
+from trainmedic.core.signatures.matcher import Hit, Matcher, default_matcher, normalize_pci
 
 HEALTHY = [
     "[rank3]:[2025-03-01 10:00:01,123] iteration     1200/  500000 | consumed samples: 614400 |"

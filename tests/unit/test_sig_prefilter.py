@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from trainmedic.signatures.catalogue import load_catalogue
-from trainmedic.signatures.prefilter import COMMON_STARTS, choose_anchors, trie_pattern
+from trainmedic.core.signatures.catalogue import load_catalogue
+from trainmedic.core.signatures.prefilter import COMMON_STARTS, choose_anchors, trie_pattern
 
 
 def _keywords() -> list[str]:

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.errors import SchedulerError, SchedulerUnavailable
+from trainmedic.core.errors import SchedulerError, SchedulerUnavailable
 from trainmedic.schedulers.base import JobState, NodeState, SchedulerAdapter
-from trainmedic.schedulers.slurm import SlurmScheduler
-from trainmedic.schedulers.slurm_runner import CompletedCommand, FakeRunner, SshRunner
+from trainmedic.schedulers.slurm.runner import CompletedCommand, FakeRunner, SshRunner
+from trainmedic.schedulers.slurm.scheduler import SlurmScheduler
 
 DATA = Path(__file__).parent.parent / "data" / "slurm"
 

@@ -14,7 +14,7 @@ from trainmedic.demo.slurm_job import (
     master_port_expr,
     sbatch_args,
 )
-from trainmedic.schedulers.slurm_policy import parse_job_policy
+from trainmedic.schedulers.slurm.policy import parse_job_policy
 
 
 def _job(tmp_path: Path) -> TrainerJob:
@@ -51,7 +51,7 @@ def test_batch_script_runs_one_torchrun_per_node(tmp_path: Path) -> None:
         "--master_addr=127.0.0.1",
         "--master_port=$TM_MASTER_PORT",
         f"TRAINMEDIC_KERNEL_LOG={job.nodes_dir}/$SLURMD_NODENAME/kern.log",
-        f"-m trainmedic.examples.trainer --run-dir {job.run_dir}",
+        f"-m trainmedic.demo.trainer.cli --run-dir {job.run_dir}",
     ):
         assert part in srun, part
 

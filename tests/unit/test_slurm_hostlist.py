@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from trainmedic.errors import SchedulerError
-from trainmedic.schedulers.slurm_hostlist import (
+from trainmedic.core.errors import SchedulerError
+from trainmedic.schedulers.slurm.hostlist import (
     HostlistError,
     expand_hostlist,
     join_hostlist,

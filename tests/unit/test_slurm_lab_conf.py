@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trainmedic.slurmlab.conf import LabLayout, render_slurm_conf
-from trainmedic.slurmlab.telemetry import FileBackedStub, read_overrides, set_gpu_metric
+from trainmedic.lab.conf import LabLayout, render_slurm_conf
+from trainmedic.lab.telemetry import FileBackedStub, read_overrides, set_gpu_metric
 
 
 def _layout() -> LabLayout:

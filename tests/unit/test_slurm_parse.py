@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.errors import SchedulerError
+from trainmedic.core.errors import SchedulerError
 from trainmedic.schedulers.base import JobInfo, JobState, NodeState
-from trainmedic.schedulers.slurm_parse import (
+from trainmedic.schedulers.slurm.parse import (
     decode_exit_code,
     parse_sinfo_json,
     parse_sinfo_nodes,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from trainmedic.errors import ConfigError
+from trainmedic.core.errors import ConfigError
 from trainmedic.schedulers.base import JobInfo, JobState, NodeInfo, NodeState
-from trainmedic.schedulers.slurm_policy import parse_job_policy, plan_exclusion, select_watched
+from trainmedic.schedulers.slurm.policy import parse_job_policy, plan_exclusion, select_watched
 
 
 def test_policy_from_comment() -> None:

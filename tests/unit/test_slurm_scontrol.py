@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.errors import SchedulerError
+from trainmedic.core.errors import SchedulerError
 from trainmedic.schedulers.base import JobState, NodeState
-from trainmedic.schedulers.slurm_scontrol import (
+from trainmedic.schedulers.slurm.scontrol import (
     parse_scontrol_job,
     parse_scontrol_node,
     parse_scontrol_record,

@@ -6,8 +6,8 @@ import json
 import os
 from pathlib import Path
 
-from trainmedic.model import EvidenceSource
-from trainmedic.observations import CheckpointSaved, LogLine, Progress, SourceStale
+from trainmedic.core.model import EvidenceSource
+from trainmedic.core.observations import CheckpointSaved, LogLine, Progress, SourceStale
 from trainmedic.sources.checkpoints import CheckpointWatcher, checkpoint_iteration
 from trainmedic.sources.joblog import JobLogSource
 from trainmedic.sources.kernel import KernelLogSource

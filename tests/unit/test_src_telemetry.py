@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from trainmedic.model import Category
-from trainmedic.observations import TelemetrySample
+from trainmedic.core.model import Category
+from trainmedic.core.observations import TelemetrySample
 from trainmedic.sources.dcgm import (
     DBE_VOLATILE,
     GPU_TEMP,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.model import Action, Advice, Category, Kind, Verdict
+from trainmedic.core.model import Action, Advice, Category, Kind, Verdict
 from trainmedic.store import (
     AdviceMode,
     AdviceStatus,

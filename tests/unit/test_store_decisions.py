@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.errors import StoreError
-from trainmedic.model import Action, Advice, Category, Kind, Verdict
+from trainmedic.core.errors import StoreError
+from trainmedic.core.model import Action, Advice, Category, Kind, Verdict
 from trainmedic.store import AdviceMode, AdviceStatus, Store, sqlite_url
 
 HANG = Verdict(True, Kind.HANG, Category.UNKNOWN, 0.4)

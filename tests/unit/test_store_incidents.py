@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.model import (
+from trainmedic.core.model import (
     Category,
     Event,
     EvidenceSource,

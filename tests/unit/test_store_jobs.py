@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.errors import StoreError
+from trainmedic.core.errors import StoreError
 from trainmedic.store import JobSpec, NotFound, Store, sqlite_url
 
 

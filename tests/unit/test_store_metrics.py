@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from prometheus_client import generate_latest
 
-from trainmedic.metrics import job_goodput, make_registry
-from trainmedic.model import Action, Advice, Category, Kind, Verdict
+from trainmedic.api.metrics import job_goodput, make_registry
+from trainmedic.core.model import Action, Advice, Category, Kind, Verdict
 from trainmedic.store import AdviceMode, AdviceStatus, Store, sqlite_url
 
 CRASH = Verdict(failure=True, kind=Kind.CRASH, category=Category.GPU_HARDWARE, confidence=0.9)

@@ -14,7 +14,7 @@ GET  /advice?job_id=&active=true               advice; ``active``: pending or ap
 GET  /advice/{id}                              one advice
 POST /advice/{id}/reconciliation         auth  an external executor's claim / steps / status
 GET  /nodes                                    nodes with their history
-GET  /metrics                                  Prometheus text (see ``trainmedic.metrics``)
+GET  /metrics                                  Prometheus text (see ``trainmedic.api.metrics``)
 =======================================  ====  ===============================================
 
 Serve it with uvicorn: ``uvicorn.run(create_app(store, config), host=..., port=...)``.

@@ -21,6 +21,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from trainmedic import __version__
+from trainmedic.api.metrics import make_registry
 from trainmedic.api.models import (
     Health,
     JobDetail,
@@ -28,9 +29,8 @@ from trainmedic.api.models import (
     NodeSummary,
     Reconciliation,
 )
-from trainmedic.config import Config, apply_policy_overrides
-from trainmedic.errors import ConfigError, StoreError
-from trainmedic.metrics import make_registry
+from trainmedic.core.errors import ConfigError, StoreError
+from trainmedic.service.config import Config, apply_policy_overrides
 from trainmedic.store import (
     AdviceRecord,
     AdviceStatus,

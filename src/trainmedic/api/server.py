@@ -17,7 +17,7 @@ from types import TracebackType
 import uvicorn
 from fastapi import FastAPI
 
-from trainmedic.errors import TrainmedicError
+from trainmedic.core.errors import TrainmedicError
 
 
 class ApiServerError(TrainmedicError):

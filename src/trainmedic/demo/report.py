@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from trainmedic.core.model import Action
 from trainmedic.demo.scenarios import Scenario
-from trainmedic.executor import ExecutorEvent
-from trainmedic.model import Action
+from trainmedic.service.executor import ExecutorEvent
 from trainmedic.store import AdviceRecord, IncidentRecord
 
 

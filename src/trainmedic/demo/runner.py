@@ -25,15 +25,15 @@ from typing import Any
 
 from trainmedic.api.app import create_app
 from trainmedic.api.server import ApiServer
-from trainmedic.config.loader import default_config
-from trainmedic.config.sections import Config
+from trainmedic.core.errors import TrainmedicError
+from trainmedic.core.model import Action, Kind
 from trainmedic.demo.report import IncidentReport, Timeline, goodput, report_entry
 from trainmedic.demo.scenarios import Scenario
-from trainmedic.errors import TrainmedicError
-from trainmedic.model import Action, Kind
 from trainmedic.schedulers.base import SchedulerAdapter
-from trainmedic.schedulers.local import LocalJobSpec, LocalScheduler
-from trainmedic.service import Service
+from trainmedic.schedulers.local.scheduler import LocalJobSpec, LocalScheduler
+from trainmedic.service.config.loader import default_config
+from trainmedic.service.config.sections import Config
+from trainmedic.service.loop import Service
 from trainmedic.store import AdviceRecord, AdviceStatus, IncidentRecord, JobSpec, Store, sqlite_url
 
 NODES = ("node1", "node2", "node3", "node4")
@@ -144,7 +144,7 @@ class DemoRunner:
 
     def _submit(self) -> str:
         command = (
-            "-m", "trainmedic.examples.trainer", "--run-dir", str(self.run_dir),
+            "-m", "trainmedic.demo.trainer.cli", "--run-dir", str(self.run_dir),
             "--iters", "1000000", "--ckpt-every", "25", "--step-sleep", "0.01",
         )  # fmt: skip
         spec = LocalJobSpec(

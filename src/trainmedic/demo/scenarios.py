@@ -1,6 +1,6 @@
 """The demo's faults, in the order they are injected, with what trainmedic should conclude.
 
-Each scenario is a fault for the example trainer (see ``trainmedic.examples.faults``) and
+Each scenario is a fault for the example trainer (see ``trainmedic.demo.trainer.faults``) and
 the expected outcome. ``target`` says where it lands: ``second_node`` is the job's second
 node (so the restart must move to a spare), ``last_rank`` the highest rank (which runs on the
 second node). A scenario with ``at_iter_ahead`` fires that many iterations after injection,
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainmedic.model import Action, Category, Kind
+from trainmedic.core.model import Action, Category, Kind
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,10 +25,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from trainmedic.demo.runner import NODES, DemoOptions, DemoRunner
+from trainmedic.lab import SlurmCluster
 from trainmedic.schedulers.base import SchedulerAdapter
-from trainmedic.schedulers.slurm import SlurmScheduler
-from trainmedic.schedulers.slurm_runner import LocalRunner
-from trainmedic.slurmlab import SlurmCluster
+from trainmedic.schedulers.slurm.runner import LocalRunner
+from trainmedic.schedulers.slurm.scheduler import SlurmScheduler
 from trainmedic.store import JobSpec
 
 # Ports 20000-29999: below Linux's ephemeral range (32768+), where the lab's own ports live.
@@ -92,7 +92,7 @@ def master_port(job_id: int, restart_count: int) -> int:
 def trainer_argv(job: TrainerJob) -> list[str]:
     return [
         "-m",
-        "trainmedic.examples.trainer",
+        "trainmedic.demo.trainer.cli",
         "--run-dir",
         str(job.run_dir),
         "--iters",

@@ -115,7 +115,7 @@ class SchedulerAdapter(Protocol):
     """What the executor and the poller need from a scheduler.
 
     Every mutating call is idempotent: calling it again when the scheduler already shows the
-    effect does nothing. Errors are raised as ``trainmedic.errors.SchedulerError``.
+    effect does nothing. Errors are raised as ``trainmedic.core.errors.SchedulerError``.
     """
 
     name: str

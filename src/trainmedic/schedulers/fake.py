@@ -11,7 +11,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 
-from trainmedic.errors import SchedulerError
+from trainmedic.core.errors import SchedulerError
 from trainmedic.schedulers.base import (
     DRAIN_REASON_PREFIX,
     ClusterSnapshot,

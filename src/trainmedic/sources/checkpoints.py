@@ -18,7 +18,7 @@ import re
 import time
 from pathlib import Path
 
-from trainmedic.observations import CheckpointSaved, Observation, SourceStale
+from trainmedic.core.observations import CheckpointSaved, Observation, SourceStale
 from trainmedic.sources.lines import Clock
 
 _NAMES = (

@@ -15,7 +15,7 @@ import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from trainmedic.observations import Observation, SourceStale, TelemetrySample
+from trainmedic.core.observations import Observation, SourceStale, TelemetrySample
 from trainmedic.sources.lines import Clock
 
 XID = "DCGM_FI_DEV_XID_ERRORS"  # gauge: the last Xid seen (0: none)

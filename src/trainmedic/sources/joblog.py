@@ -20,11 +20,17 @@ import re
 import time
 from collections.abc import Iterable
 
-from trainmedic.logparse.checkpoint import parse_checkpoint
-from trainmedic.logparse.prefix import parse_prefix
-from trainmedic.logparse.progress import ProgressLine, parse_progress, parse_progress_json
-from trainmedic.model import EvidenceSource
-from trainmedic.observations import CheckpointSaved, LogLine, Observation, Progress, SourceStale
+from trainmedic.core.logparse.checkpoint import parse_checkpoint
+from trainmedic.core.logparse.prefix import parse_prefix
+from trainmedic.core.logparse.progress import ProgressLine, parse_progress, parse_progress_json
+from trainmedic.core.model import EvidenceSource
+from trainmedic.core.observations import (
+    CheckpointSaved,
+    LogLine,
+    Observation,
+    Progress,
+    SourceStale,
+)
 from trainmedic.sources.follower import LogFollower
 from trainmedic.sources.lines import Clock, DirectoryScan, line_time
 

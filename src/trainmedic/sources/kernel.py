@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import time
 
-from trainmedic.logparse.prefix import parse_prefix
-from trainmedic.model import EvidenceSource
-from trainmedic.observations import LogLine, Observation, SourceStale
+from trainmedic.core.logparse.prefix import parse_prefix
+from trainmedic.core.model import EvidenceSource
+from trainmedic.core.observations import LogLine, Observation, SourceStale
 from trainmedic.sources.follower import LogFollower
 from trainmedic.sources.lines import Clock, line_time
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from trainmedic.model import ActionHint, Category, Event, EvidenceSource, Kind, Role
-from trainmedic.observations import TelemetrySample
+from trainmedic.core.model import ActionHint, Category, Event, EvidenceSource, Kind, Role
+from trainmedic.core.observations import TelemetrySample
 from trainmedic.sources.dcgm import (
     DBE_AGGREGATE,
     DBE_VOLATILE,
@@ -122,7 +122,7 @@ def _event(
 def _xid_event(s: TelemetrySample) -> Event:
     xid = int(s.value)
     try:
-        from trainmedic.signatures.catalogue import load_catalogue
+        from trainmedic.core.signatures.catalogue import load_catalogue
     except ImportError:  # TODO(A1): drop once the signature catalogue is in every install
         strong = xid in (79, 48)
         hint = ActionHint.REBOOT_NODE if xid == 79 else ActionHint.CONTACT_SUPPORT

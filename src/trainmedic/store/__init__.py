@@ -2,7 +2,7 @@
 
 ``Store(url)`` works on SQLite (default; WAL, shared by several processes) and PostgreSQL
 (``postgresql://...``, through psycopg 3). All timestamps are Unix-seconds floats chosen by
-the caller. Every database error surfaces as ``trainmedic.errors.StoreError`` (``NotFound``
+the caller. Every database error surfaces as ``trainmedic.core.errors.StoreError`` (``NotFound``
 and ``InvalidTransition`` are subclasses).
 
 Importing this package imports SQLAlchemy: keep it out of anything ``analyze`` imports.

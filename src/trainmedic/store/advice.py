@@ -23,7 +23,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy import Connection
 
-from trainmedic.model import Advice
+from trainmedic.core.model import Advice
 from trainmedic.store import schema
 from trainmedic.store.base import DuplicateKey, InvalidTransition, NotFound, StoreBase
 from trainmedic.store.codec import advice_from_row

@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy import event, exc
 from sqlalchemy.engine import Connection, Engine
 
-from trainmedic.errors import StoreError
+from trainmedic.core.errors import StoreError
 from trainmedic.store import schema
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from trainmedic.model import (
+from trainmedic.core.model import (
     Action,
     ActionHint,
     Category,

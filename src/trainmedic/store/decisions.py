@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from trainmedic.model import Advice, Event, Verdict
+from trainmedic.core.model import Advice, Event, Verdict
 from trainmedic.store.advice import GENERATION_RETRIES, AdviceRepository
 from trainmedic.store.base import DuplicateKey
 from trainmedic.store.incidents import IncidentsRepository

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from sqlalchemy import Connection
 
-from trainmedic.model import Event, Verdict
+from trainmedic.core.model import Event, Verdict
 from trainmedic.store import schema
 from trainmedic.store.base import DuplicateKey, NotFound, StoreBase
 from trainmedic.store.codec import event_to_dict, implicated_to_dict, incident_from_row

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from trainmedic.model import Category
+from trainmedic.core.model import Category
 from trainmedic.store import schema
 from trainmedic.store.base import StoreBase
 from trainmedic.store.codec import hold_from_row, node_event_from_row

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from trainmedic.model import Action, Category, Event, Implicated, Kind
+from trainmedic.core.model import Action, Category, Event, Implicated, Kind
 
 
 class AdviceMode(StrEnum):
@@ -68,7 +68,7 @@ class JobSpec:
 
     ``kernel_logs`` maps a node name to that node's kernel-log file; ``policy`` holds
     per-job overrides of the ``[policy]`` config section (validated by
-    ``trainmedic.config.apply_policy_overrides`` before it gets here).
+    ``trainmedic.service.config.apply_policy_overrides`` before it gets here).
     """
 
     log_paths: tuple[str, ...] = ()

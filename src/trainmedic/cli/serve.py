@@ -1,0 +1,69 @@
+"""``trainmedic serve``: the recovery service (loop + HTTP API) until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import socket
+import threading
+from pathlib import Path
+from types import FrameType
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="TOML config file (default: built-in)")
+    parser.add_argument("--no-api", action="store_true", help="do not serve the HTTP API")
+    parser.add_argument("-v", "--verbose", action="store_true")
+
+
+def run(args: argparse.Namespace) -> int:
+    from trainmedic.api.app import create_app
+    from trainmedic.api.server import ApiServer
+    from trainmedic.service.config import default_config, load_config
+    from trainmedic.service.loop import Service
+    from trainmedic.service.wiring import build_adapter, kernel_logs_of
+    from trainmedic.store import Store
+
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    config = load_config(args.config) if args.config else default_config()
+    Path(config.service.state_dir).mkdir(parents=True, exist_ok=True)
+    store = Store(config.service.db_url)
+    adapter = build_adapter(config)
+    service = Service(
+        config,
+        store,
+        adapter,
+        executor_id=f"service@{socket.gethostname()}",
+        kernel_logs=kernel_logs_of(adapter),
+    )
+    stop = threading.Event()
+
+    def _stop(signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    api = None
+    if not args.no_api:
+        api = ApiServer(
+            create_app(store, config),
+            host=config.service.api_host,
+            port=config.service.api_port,
+        )
+        api.start()
+    print(
+        f"trainmedic serve: mode={config.service.mode} scheduler={adapter.name} "
+        f"db={config.service.db_url}" + (f" api={api.url}" if api else ""),
+        flush=True,
+    )
+    try:
+        service.run(stop)
+    finally:
+        if api is not None:
+            api.stop()
+        store.close()
+    return 0

@@ -1,0 +1,188 @@
+"""Mechanisms read from *where* a job was when it failed, not from one error line.
+
+Used only when no primary error was printed (the logs hold only cascades, teardown noise, or
+nothing at all), so each verdict here is of low confidence:
+
+* **setup divergence**: every collective timeout names one of the first collectives and no
+  training step was ever reported: the ranks parted ways during setup (one rank raised, or
+  loads/prepares something alone) and the rest waited until the watchdog fired. The job's
+  own code, not the fabric.
+  When not even the first collective completed, the transport never worked instead: the
+  platform's configuration (as for silence after init, below).
+* **solo phase outlasted the timeout**: the last thing printed is a non-training progress bar
+  (dataset preparation, tokenising, evaluation set) that had run for many minutes when the job
+  was torn down: one rank worked alone while the others sat in a collective until the
+  timeout (default 30 min) killed the step.
+* **killed first**: the earliest non-SIGTERM exit in torchrun's table is a SIGKILL that no
+  line explains, and the other ranks only timed out later: a kill nobody logged sending is, far
+  most often, the host OOM killer (the job's memory use: application).
+* **silence after init**: the process group formed, then nothing: not one step, no error.
+  A hang in the first collective; with NCCL that is usually broken peer-to-peer (PCI ACS /
+  IOMMU), i.e. the platform's configuration.
+* **fabric never carried a step**: an InfiniBand/RoCE completion error (a timeout: transport
+  retry exceeded) after NCCL's setup lines and before any training step: the NICs never
+  managed to talk over RDMA (RoCE GID index, routing between switches, the wrong HCAs), which
+  the threads reporting it resolve by configuration. A link that dies mid-run comes after
+  steps and stays the network's; a lone error line says nothing about when, and stays so too.
+* **stuck in NCCL setup**: the log ends among NCCL's own setup lines (NCCL_DEBUG=INFO output),
+  the communicator never reported "Init COMPLETE", no step and no error: the ranks could not
+  finish connecting (peer-to-peer, IOMMU, the network interface NCCL picked): the platform's
+  configuration again, with less certainty.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from trainmedic.core.attribute.culprit import collective_position, first_real_failure
+from trainmedic.core.attribute.facts import ProgressSummary
+from trainmedic.core.logparse.elastic import SIGKILL_EXITS, ChildFailure
+from trainmedic.core.model import Category, Event, Kind
+
+SETUP_COLLECTIVES = 100
+"""Collectives up to this sequence number count as setup (init, broadcast of parameters)."""
+
+SOLO_PHASE_S = 600.0
+"""A non-training bar running this long before the teardown is a phase one rank did alone."""
+
+_TRAINING_LABEL = re.compile(r"(?i)epoch|train|step|iter|batch|fit")
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseFinding:
+    category: Category
+    kind: Kind
+    confidence: float
+    basis: str
+    evidence: Event | None = None  # the line that shows it, when one does
+
+
+def setup_divergence(
+    timeouts: Sequence[Event], progress: ProgressSummary | None
+) -> PhaseFinding | None:
+    if progress is None or progress.reports > 0 or not timeouts:
+        return None
+    positions = [collective_position(e.text) for e in timeouts]
+    known = [p for p in positions if p is not None]
+    if not known or len(known) != len(positions) or max(known) >= SETUP_COLLECTIVES:
+        return None
+    if max(known) <= 0:
+        return PhaseFinding(
+            Category.SYSTEM_SOFTWARE,
+            Kind.HANG,
+            0.3,
+            "the very first collective never completed: the transport between the GPUs never "
+            "worked (peer-to-peer blocked by PCI ACS / IOMMU, or the wrong network interface)",
+        )
+    return PhaseFinding(
+        Category.APPLICATION,
+        Kind.HANG,
+        0.35,
+        f"collective timeout at sequence number {max(known) + 1}, before any training step: "
+        "the ranks diverged during setup (one rank failed or worked alone)",
+    )
+
+
+def solo_phase(progress: ProgressSummary | None) -> PhaseFinding | None:
+    if progress is None or not progress.last_label or progress.last_elapsed_s is None:
+        return None
+    if _TRAINING_LABEL.search(progress.last_label) or progress.last_elapsed_s < SOLO_PHASE_S:
+        return None
+    minutes = progress.last_elapsed_s / 60
+    return PhaseFinding(
+        Category.APPLICATION,
+        Kind.HANG,
+        0.35,
+        f"'{progress.last_label}' ran alone for {minutes:.0f} min before the teardown: "
+        "the other ranks waited in a collective until its timeout",
+    )
+
+
+def silence_after_init(progress: ProgressSummary | None) -> PhaseFinding | None:
+    if progress is None or progress.init_complete_line is None or progress.reports > 0:
+        return None
+    if progress.meaningful_after_init > 3:
+        return None
+    return PhaseFinding(
+        Category.SYSTEM_SOFTWARE,
+        Kind.HANG,
+        0.3,
+        "the process group formed, then no step and no error: a hang in the first "
+        "collective, typically GPU peer-to-peer broken by PCI ACS / IOMMU settings",
+    )
+
+
+FABRIC_TIMEOUT_SIGNATURES = frozenset({"nccl.ib_completion_error"})
+
+
+def fabric_never_worked(root: Event, progress: ProgressSummary | None) -> PhaseFinding | None:
+    if root.signature not in FABRIC_TIMEOUT_SIGNATURES or progress is None:
+        return None
+    if progress.reports > 0 or not progress.nccl_setup_before_warning:
+        return None
+    return PhaseFinding(
+        Category.SYSTEM_SOFTWARE,
+        root.kind,
+        0.5,
+        "the RDMA transport timed out right after NCCL set up, before any training step: the "
+        "NICs never talked over IB/RoCE (GID index, routing, HCA selection), a configuration "
+        "problem rather than a link that failed mid-run",
+        root,
+    )
+
+
+def stuck_in_nccl_setup(progress: ProgressSummary | None) -> PhaseFinding | None:
+    if progress is None or not progress.nccl_setup_seen or progress.reports > 0:
+        return None
+    if progress.init_complete_line is not None or progress.meaningful_after_nccl > 3:
+        return None
+    return PhaseFinding(
+        Category.SYSTEM_SOFTWARE,
+        Kind.HANG,
+        0.25,
+        "the log ends inside NCCL's communicator setup (never 'Init COMPLETE'), no step and no "
+        "error: the ranks could not finish connecting (peer-to-peer / IOMMU, network interface)",
+    )
+
+
+_SIGKILL_TEXT = re.compile(
+    r"(?i)(?:exit ?code|exit status|return ?code|exited with code)\s*[:=]?\s*(?:-9|137)\b"
+    r"|Signal 9 \(SIGKILL\)|signal: killed\b|terminated with signal SIGKILL\b"
+    r"|exited on signal 9\b"
+)
+
+
+def killed_first(
+    failures: Sequence[ChildFailure], teardown: Sequence[Event] = ()
+) -> PhaseFinding | None:
+    first = first_real_failure(failures)
+    if first is None:
+        # No torchrun table: a launcher's own line (DeepSpeed, accelerate, srun) may say it.
+        killed = next((e for e in teardown if _SIGKILL_TEXT.search(e.text)), None)
+        if killed is None:
+            return None
+        return PhaseFinding(
+            Category.APPLICATION,
+            Kind.CRASH,
+            0.3,
+            f"the launcher reports a SIGKILLed worker ({killed.signature} at line {killed.line}) "
+            "and no error line: most likely the host OOM killer",
+            evidence=killed,
+        )
+    if first.exitcode not in SIGKILL_EXITS:
+        return None
+    if first.rank is not None:
+        who = f"rank {first.rank}"
+    elif first.local_rank is not None:
+        who = f"local rank {first.local_rank}"
+    else:
+        who = "a worker"
+    return PhaseFinding(
+        Category.APPLICATION,
+        Kind.CRASH,
+        0.35,
+        f"{who} was SIGKILLed first (exitcode {first.exitcode}) with no error line: "
+        "most likely the host OOM killer",
+    )

@@ -1,0 +1,264 @@
+"""Attribution: from matched events to one verdict (pure).
+
+1. The root cause is the earliest ``primary`` event, with the corrections in ``root.py``
+   (detail lines, peer symptoms, kernel hardware evidence). An app-log error the job then
+   trained past (``SURVIVED_REPORTS`` progress lines) is not a cause; an exception no
+   signature knows, closing a traceback, is a low-confidence application cause.
+2. Context rules (``context_rules.toml``) refine its category.
+3. Without a primary: strong hardware context (Xid 45 "caused by previous Xid 149") still
+   names the hardware; cascades (timeouts on every rank, closed by peer) give a
+   low-confidence hang/crash of unknown cause (network when the cascade itself is a network
+   error, the kernel's hardware complaint when there is one), refined by where the job was
+   (``phase.py``); teardown alone is unknown. The culprit rank comes from ``culprit.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from trainmedic.core.attribute.culprit import Culprit, find_culprit, first_real_failure
+from trainmedic.core.attribute.facts import JobFacts
+from trainmedic.core.attribute.phase import (
+    PhaseFinding,
+    fabric_never_worked,
+    killed_first,
+    setup_divergence,
+    silence_after_init,
+    solo_phase,
+    stuck_in_nccl_setup,
+)
+from trainmedic.core.attribute.root import choose_root
+from trainmedic.core.attribute.rules import refine_with_support
+from trainmedic.core.logparse.elastic import SIGABRT_EXITS
+from trainmedic.core.model import (
+    NO_FAILURE,
+    Category,
+    Event,
+    EvidenceSource,
+    Implicated,
+    Kind,
+    Role,
+    Verdict,
+)
+
+_NOT_GPU = frozenset({Category.NODE_HARDWARE, Category.NETWORK_HARDWARE})
+_TIMEOUT = re.compile(r"(?i)timed? ?out|timeout|watchdog")
+
+SURVIVED_REPORTS = 20
+"""An app-log error followed by this many progress lines in its file did not stop the job."""
+
+
+def _survived(event: Event, progress_after: Mapping[Event, int]) -> bool:
+    """Training went on after ``event`` (a warning-like error, a retried worker): not a cause.
+    Kernel evidence never counts as survived: other ranks may print steps after a GPU dies."""
+    if event.evidence is not EvidenceSource.APP_LOG or event.category.is_hardware():
+        return False
+    return progress_after.get(event, 0) >= SURVIVED_REPORTS
+
+
+def _base_confidence(root: Event) -> float:
+    if root.category.is_hardware():
+        if root.strong and root.evidence.is_system():
+            return 0.95
+        return 0.85 if root.evidence.is_system() or root.strong else 0.7
+    if root.category is Category.UNKNOWN:
+        return 0.5
+    return 0.8
+
+
+def _implicated(root: Event | None, events: Sequence[Event], culprit: Culprit) -> Implicated:
+    nodes: list[str] = []
+    gpus: list[str] = []
+    if root is not None and root.node:
+        nodes.append(root.node)
+    if culprit.host and culprit.host not in nodes:
+        nodes.append(culprit.host)
+    if root is not None and root.gpu and root.category not in _NOT_GPU:
+        gpus.append(root.gpu)  # a PCIe port (AER) or a NIC (mlx5) address is not a GPU
+    if root is not None and root.category.is_hardware():
+        for e in events:
+            if e.evidence is not EvidenceSource.KERNEL_LOG or not e.category.is_hardware():
+                continue
+            same_node = not e.node or not root.node or e.node == root.node
+            if e.node and e.node not in nodes and same_node:
+                nodes.append(e.node)
+            if e.gpu and e.gpu not in gpus and same_node and e.category is Category.GPU_HARDWARE:
+                gpus.append(e.gpu)
+    ranks = (culprit.rank,) if culprit.rank is not None else ()
+    return Implicated(nodes=tuple(nodes), ranks=ranks, gpus=tuple(gpus))
+
+
+UNCAUGHT_CONFIDENCE = 0.45
+"""Confidence of a verdict resting only on an exception no signature describes: below the
+stop threshold, so the job is retried once and stopped by the retry budget if it repeats."""
+
+
+def _uncaught_exceptions(events: Sequence[Event], facts: JobFacts) -> list[Event]:
+    """Exception lines closing a traceback (application context of kind crash, frames in their
+    neighbourhood) that are not a known cascade/teardown line and that training did not
+    survive, earliest first."""
+    explained = {(e.source, e.line) for e in events if e.role is not Role.CONTEXT}
+    found = [
+        e
+        for e in events
+        if e.role is Role.CONTEXT
+        and e.category is Category.APPLICATION
+        and e.kind is Kind.CRASH
+        and (e.source, e.line) not in explained
+        and _IN_TRACEBACK.search(facts.neighbours.get(e, ""))
+        and not _survived(e, facts.progress_after)
+    ]
+    order = {id(e): i for i, e in enumerate(events)}
+    found.sort(key=lambda e: order[id(e)])
+    return found
+
+
+_IN_TRACEBACK = re.compile(r'Traceback \(most recent call last\)|^\s*(?:\S+\s+)?File "', re.M)
+
+
+def _noise(events: Sequence[Event], root: Event | None) -> tuple[Event, ...]:
+    return tuple(e for e in events if e is not root and e.role in (Role.CASCADE, Role.TEARDOWN))
+
+
+def attribute(events: Sequence[Event], *, facts: JobFacts | None = None) -> Verdict:
+    """One verdict for one job attempt (or one analysed input)."""
+    facts = facts or JobFacts()
+    primaries = [
+        e for e in events if e.role is Role.PRIMARY and not _survived(e, facts.progress_after)
+    ]
+    cascades = [e for e in events if e.role is Role.CASCADE]
+    if primaries:
+        return _from_root(choose_root(primaries, events), events, facts)
+    uncaught = _uncaught_exceptions(events, facts)
+    if uncaught:
+        # No catalogue entry knows the exception, but a traceback ended the job in its own
+        # code: more likely the program than anything the cascades or teardown could say.
+        return _from_root(uncaught[0], events, facts, confidence_cap=UNCAUGHT_CONFIDENCE)
+    # Hardware context with nothing else (e.g. only "Xid 45 caused by previous Xid 149"):
+    # the kernel still says what broke, with less certainty.
+    # Weak hardware context counts only from the kernel (corrected AER, MCE "events logged").
+    hw_context = [
+        e
+        for e in events
+        if e.role is Role.CONTEXT
+        and e.category.is_hardware()
+        and (e.strong or e.evidence is EvidenceSource.KERNEL_LOG)
+    ]
+    strong_context = [e for e in hw_context if e.strong]
+    if strong_context:
+        return _from_root(strong_context[0], events, facts, confidence_cap=0.6)
+    if cascades:
+        return _cascade_only(cascades, events, facts, hw_context)
+    if hw_context:
+        return _from_root(hw_context[0], events, facts, confidence_cap=0.4)
+    teardown = [e for e in events if e.role is Role.TEARDOWN]
+    if teardown or first_real_failure(facts.child_failures) is not None:
+        return _teardown_only(teardown, events, facts)
+    finding = silence_after_init(facts.progress) or stuck_in_nccl_setup(facts.progress)
+    if finding is not None:
+        return _from_finding(finding, events, facts, ())
+    return NO_FAILURE
+
+
+def _from_root(
+    root: Event, events: Sequence[Event], facts: JobFacts, confidence_cap: float = 1.0
+) -> Verdict:
+    found = refine_with_support(root, events, facts.neighbours.get(root, ""))
+    rule = found[0] if found else None
+    category = rule.category if rule else root.category
+    confidence = rule.confidence if rule else _base_confidence(root)
+    phase = None if rule else fabric_never_worked(root, facts.progress)
+    if phase is not None:
+        category, confidence = phase.category, phase.confidence
+    timeouts = [e for e in events if e.role is Role.CASCADE and _TIMEOUT.search(e.text)]
+    culprit = find_culprit(root, timeouts, facts.child_failures, facts.ranks_seen)
+    basis = f"root cause {root.signature} at {root.source or 'line'}:{root.line}"
+    if found:
+        basis += f"; {found[0].basis} ({found[0].id}: {found[1]})"
+    if phase is not None:
+        basis += f"; {phase.basis}"
+    return Verdict(
+        failure=True,
+        kind=root.kind if root.kind is not Kind.NONE else Kind.CRASH,
+        category=category,
+        confidence=min(confidence, confidence_cap),
+        root_cause=root,
+        implicated=_implicated(root, events, culprit),
+        cascades=_noise(events, root),
+        basis=f"{basis}; culprit: {culprit.basis}",
+    )
+
+
+def _cascade_only(
+    cascades: Sequence[Event],
+    events: Sequence[Event],
+    facts: JobFacts,
+    hw_context: Sequence[Event] = (),
+) -> Verdict:
+    timeouts = [e for e in cascades if _TIMEOUT.search(e.text)]
+    finding = (
+        killed_first(facts.child_failures, [e for e in events if e.role is Role.TEARDOWN])
+        or setup_divergence(timeouts, facts.progress)
+        or solo_phase(facts.progress)
+    )
+    if finding is not None:
+        return _from_finding(finding, events, facts, timeouts)
+    if hw_context:
+        # The kernel saw hardware trouble while every rank only timed out: the likelier story.
+        return _from_root(hw_context[0], events, facts, confidence_cap=0.4)
+    network = [e for e in cascades if e.category is Category.NETWORK_HARDWARE]
+    culprit = find_culprit(None, timeouts, facts.child_failures, facts.ranks_seen)
+    kind = Kind.HANG if any(e.kind is Kind.HANG for e in cascades) else Kind.CRASH
+    category = Category.NETWORK_HARDWARE if network else Category.UNKNOWN
+    first = network[0] if network else cascades[0]
+    return Verdict(
+        failure=True,
+        kind=kind,
+        category=category,
+        confidence=0.45 if network else 0.4,
+        root_cause=first,
+        implicated=_implicated(first if network else None, events, culprit),
+        cascades=_noise(events, first),
+        basis=f"only cascades ({first.signature} first), no primary error; "
+        f"culprit: {culprit.basis}",
+    )
+
+
+def _teardown_only(teardown: Sequence[Event], events: Sequence[Event], facts: JobFacts) -> Verdict:
+    finding = killed_first(facts.child_failures, teardown) or solo_phase(facts.progress)
+    if finding is not None:
+        return _from_finding(finding, events, facts, ())
+    culprit = find_culprit(None, (), facts.child_failures, facts.ranks_seen)
+    first = first_real_failure(facts.child_failures)
+    # torch's NCCL watchdog ends a timed-out collective with abort(): a lone SIGABRT is a hang.
+    aborted = first is not None and first.exitcode in SIGABRT_EXITS
+    return Verdict(
+        failure=True,
+        kind=Kind.HANG if aborted else Kind.CRASH,
+        category=Category.UNKNOWN,
+        confidence=0.25,
+        root_cause=teardown[0] if teardown else None,
+        implicated=_implicated(None, events, culprit),
+        cascades=_noise(events, None),
+        basis=f"only teardown noise, no error line; culprit: {culprit.basis}",
+    )
+
+
+def _from_finding(
+    finding: PhaseFinding, events: Sequence[Event], facts: JobFacts, timeouts: Sequence[Event]
+) -> Verdict:
+    # A launcher's "rank 3 on gpu07 was SIGKILLed" names the victim; a timeout line would not.
+    evidence = finding.evidence
+    named = evidence if evidence is not None and evidence.role is Role.TEARDOWN else None
+    culprit = find_culprit(named, timeouts, facts.child_failures, facts.ranks_seen)
+    return Verdict(
+        failure=True,
+        kind=finding.kind,
+        category=finding.category,
+        confidence=finding.confidence,
+        root_cause=finding.evidence,
+        implicated=_implicated(None, events, culprit),
+        cascades=_noise(events, finding.evidence),
+        basis=f"{finding.basis}; culprit: {culprit.basis}",
+    )

@@ -1,0 +1,222 @@
+"""Per-job detector state: the engine feeds it observations and asks it for anomalies.
+
+Usage (the engine owns the clock; this class never reads one)::
+
+    state = JobDetectorState("job-1", DetectorConfig())
+    state.observe(obs)                 # JobStatus, Progress, CheckpointSaved; others ignored
+    state.observe_event(event, now)    # signature matches from this job's logs / its nodes
+    for anomaly in state.check(now):   # new anomalies only, each reported once
+        ...
+
+Each anomaly is reported once per episode: a hang again only after progress resumed, a
+straggler again only after the step time recovered, a crash once per attempt. A new attempt
+(``JobStatus.attempt`` grows) resets what belongs to the attempt (last progress, windows of
+recent steps, open episodes) and keeps the job's step-time baseline. Memory is bounded by the
+window sizes in :class:`DetectorConfig`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from trainmedic.core.detect.anomaly import Anomaly
+from trainmedic.core.detect.config import DetectorConfig
+from trainmedic.core.detect.crash import crash_from_event, crash_from_status
+from trainmedic.core.detect.hang import HangInputs, check_hang, hang_from_event
+from trainmedic.core.detect.nan import nan_from_event, nan_from_progress
+from trainmedic.core.detect.stats import quantile
+from trainmedic.core.detect.straggler import RankTiming, check_straggler
+from trainmedic.core.model import Event
+from trainmedic.core.observations import CheckpointSaved, JobStatus, Observation, Progress
+from trainmedic.schedulers.base import JobState
+
+
+class _RankWindow:
+    __slots__ = ("compute", "node", "wait")
+
+    def __init__(self, size: int) -> None:
+        self.node: str | None = None
+        self.compute: deque[float] = deque(maxlen=size)
+        self.wait: deque[float] = deque(maxlen=size)
+
+
+class JobDetectorState:
+    def __init__(self, job_id: str, config: DetectorConfig | None = None) -> None:
+        self.job_id = job_id
+        self.config = config or DetectorConfig()
+        self.state: JobState | None = None  # None until the scheduler reports the job
+        self.attempt = 0
+        self.nodes: tuple[str, ...] = ()
+        self._steps: deque[float] = deque(maxlen=self.config.step_window)
+        self._p99: float | None = None
+        self._baseline: deque[float] = deque(maxlen=self.config.straggler_baseline)
+        self._pending: list[Anomaly] = []
+        self._reset_attempt()
+
+    def _reset_attempt(self) -> None:
+        cfg = self.config
+        self.running_since: float | None = None
+        self.last_progress: float | None = None
+        self.iteration: int | None = None
+        self._iteration_time: float | None = None
+        self._iterations_seen = 0
+        self._skip_step = False
+        self.checkpoint_started: float | None = None
+        self.last_checkpoint_saved: float | None = None
+        self._recent: deque[tuple[float, float]] = deque(maxlen=cfg.straggler_recent)
+        self._ranks: dict[int, _RankWindow] = {}
+        self._crashed = False
+        self._hang_open = False
+        self._straggler_open = False
+
+    # -- feeding -------------------------------------------------------------------------
+
+    def observe(self, obs: Observation) -> None:
+        if isinstance(obs, JobStatus) and obs.job_id == self.job_id:
+            self._observe_status(obs)
+        elif isinstance(obs, Progress) and obs.job_id == self.job_id:
+            self._observe_progress(obs)
+        elif isinstance(obs, CheckpointSaved) and obs.job_id == self.job_id:
+            # The next step's time includes the save: keep it out of the step statistics
+            # (the hang window has its own checkpoint extension).
+            self._skip_step = True
+            if obs.in_progress:
+                self.checkpoint_started = obs.time
+            else:
+                self.checkpoint_started = None
+                prev = self.last_checkpoint_saved
+                self.last_checkpoint_saved = obs.time if prev is None else max(prev, obs.time)
+
+    def observe_event(self, event: Event, now: float) -> None:
+        """A matched line from this job's logs or from the kernel log/telemetry of its nodes."""
+        if not self._running or self._crashed:
+            return
+        anomaly = nan_from_event(self.job_id, event, now, self.iteration)
+        if anomaly is None:
+            anomaly = crash_from_event(self.job_id, event, now, self.iteration)
+        if anomaly is not None:
+            self._crashed = True
+            self._pending.append(anomaly)
+            return
+        if not self._hang_open:
+            anomaly = hang_from_event(self.job_id, event, now, self.last_progress, self.iteration)
+            if anomaly is not None:
+                self._hang_open = True
+                self._pending.append(anomaly)
+
+    def _observe_status(self, status: JobStatus) -> None:
+        if status.attempt != self.attempt:
+            self.attempt = status.attempt
+            self._reset_attempt()
+        self.state = status.state
+        self.nodes = status.nodes or self.nodes
+        if status.state is JobState.RUNNING:
+            if self.running_since is None:
+                self.running_since = status.time
+        else:
+            self.running_since = None
+        if not self._crashed:
+            anomaly = crash_from_status(status, status.time, self.iteration)
+            if anomaly is not None:
+                self._crashed = True
+                self._pending.append(anomaly)
+
+    def _observe_progress(self, p: Progress) -> None:
+        if self.running_since is None and self.state is None:
+            self.running_since = p.time  # no scheduler view: progress shows it runs
+        self.last_progress = (
+            p.time if self.last_progress is None else max(self.last_progress, p.time)
+        )
+        self._hang_open = False
+        if p.rank is not None and p.compute_time is not None and p.wait_time is not None:
+            window = self._ranks.get(p.rank)
+            if window is None:
+                window = self._ranks[p.rank] = _RankWindow(self.config.straggler_recent)
+            window.node = p.node or window.node
+            window.compute.append(p.compute_time)
+            window.wait.append(p.wait_time)
+        if not self._crashed:
+            anomaly = nan_from_progress(p, p.time)
+            if anomaly is not None:
+                self._crashed = True
+                self._pending.append(anomaly)
+        if self.iteration is not None and p.iteration <= self.iteration:
+            return  # another rank reporting an iteration already counted
+        step = p.step_time
+        if step is None and self.iteration is not None and self._iteration_time is not None:
+            step = (p.time - self._iteration_time) / (p.iteration - self.iteration)
+        self.iteration = p.iteration
+        self._iteration_time = p.time
+        self._iterations_seen += 1
+        skip, self._skip_step = self._skip_step, False
+        if step is None or step < 0 or skip or self._iterations_seen <= self.config.warmup_steps:
+            return
+        self._steps.append(step)
+        self._p99 = None
+        if len(self._recent) == self._recent.maxlen and not self._straggler_open:
+            self._baseline.append(self._recent[0][1])  # keep the baseline free of slow steps
+        self._recent.append((p.time, step))
+
+    @property
+    def _running(self) -> bool:
+        return self.running_since is not None
+
+    # -- checking ------------------------------------------------------------------------
+
+    @property
+    def p99_step_s(self) -> float | None:
+        if self._p99 is None and self._steps:
+            self._p99 = quantile(list(self._steps), 0.99)
+        return self._p99
+
+    def check(self, now: float) -> tuple[Anomaly, ...]:
+        """New anomalies since the last call (pending event/state ones, hang, straggler)."""
+        found, self._pending = self._pending, []
+        if self._crashed or not self._running:
+            return tuple(found)
+        if not self._hang_open:
+            hang = check_hang(self._hang_inputs(now), self.config)
+            if hang is not None:
+                self._hang_open = True
+                found.append(hang)
+        straggler = self._check_straggler(now)
+        if straggler is not None:
+            found.append(straggler)
+        return tuple(found)
+
+    def _hang_inputs(self, now: float) -> HangInputs:
+        return HangInputs(
+            job_id=self.job_id,
+            now=now,
+            running_since=self.running_since,
+            last_progress=self.last_progress,
+            p99_step_s=self.p99_step_s,
+            checkpoint_started=self.checkpoint_started,
+            last_checkpoint_saved=self.last_checkpoint_saved,
+            iteration=self.iteration,
+            nodes=self.nodes,
+        )
+
+    def _check_straggler(self, now: float) -> Anomaly | None:
+        if not self._recent:
+            return None
+        anomaly = check_straggler(
+            job_id=self.job_id,
+            now=now,
+            since=self._recent[0][0],
+            recent=[step for _, step in self._recent],
+            baseline=list(self._baseline),
+            timings=[
+                RankTiming(rank, w.node, tuple(w.compute), tuple(w.wait))
+                for rank, w in sorted(self._ranks.items())
+            ],
+            config=self.config,
+            iteration=self.iteration,
+        )
+        if anomaly is None:
+            self._straggler_open = False  # recovered: a new slowdown is a new episode
+            return None
+        if self._straggler_open:
+            return None
+        self._straggler_open = True
+        return anomaly

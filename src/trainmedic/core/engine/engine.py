@@ -1,0 +1,291 @@
+"""The engine: the pure stages wired for every watched job (detect -> attribute).
+
+It holds state but reads no clock and does no I/O: the service hands it observations and the
+time, and gets back :class:`Finding` values (an anomaly with its verdict and evidence). The
+policy step (``trainmedic.core.policy.decide``) needs history from the store, so the shell runs it.
+
+Evidence per job: the signature matches of the current attempt's own log lines, plus the
+kernel-log and telemetry events of the nodes the attempt runs on. A finding waits
+``settle_s`` after its anomaly before it is attributed, so lines that trail the first symptom
+(the kernel's Xid a moment after the app's CUDA error, other ranks' tracebacks) are in the
+evidence; the detection time stays the anomaly's.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import replace
+
+from trainmedic.core.attribute.verdict import attribute
+from trainmedic.core.detect.anomaly import Anomaly, Trigger
+from trainmedic.core.detect.config import DetectorConfig
+from trainmedic.core.detect.state import JobDetectorState
+from trainmedic.core.engine.signals import (
+    ATTEMPT_BANNER,
+    job_status_event,
+    node_status_event,
+    verdict_for_anomaly,
+)
+from trainmedic.core.engine.track import (
+    MAX_NODE_EVENTS,
+    NODE_EVIDENCE_LOOKBACK_S,
+    ON_ITS_NODES,
+    REQUEUE_GRACE_S,
+    Finding,
+    JobTrack,
+    dedupe,
+)
+from trainmedic.core.model import Event, EvidenceSource, Kind, LinePrefix
+from trainmedic.core.observations import (
+    CheckpointSaved,
+    JobStatus,
+    LogLine,
+    NodeStatus,
+    Observation,
+    Progress,
+    TelemetrySample,
+)
+from trainmedic.core.signatures.matcher import Matcher, default_matcher
+from trainmedic.schedulers.base import JobState, NodeState
+from trainmedic.sources.telemetry import telemetry_to_events
+
+__all__ = ["Engine", "Finding"]
+
+
+class Engine:
+    def __init__(
+        self,
+        detector_config: DetectorConfig | None = None,
+        *,
+        matcher: Matcher | None = None,
+        settle_s: float = 0.5,
+    ) -> None:
+        self.detector_config = detector_config or DetectorConfig()
+        self.matcher = matcher or default_matcher()
+        self.settle_s = settle_s
+        self._jobs: dict[str, JobTrack] = {}
+        self._node_events: dict[str, deque[Event]] = {}
+        self._telemetry: dict[tuple[str, str, str], float] = {}
+        self._node_state: dict[str, NodeState] = {}
+        self._used: set[Event] = set()  # node events an earlier finding was based on
+
+    # -- watching ------------------------------------------------------------------------
+
+    def watch(self, job_id: str) -> None:
+        if job_id not in self._jobs:
+            self._jobs[job_id] = JobTrack(job_id, self.detector_config)
+
+    def resume(self, job_id: str, attempt: int, started_at: float, nodes: tuple[str, ...]) -> None:
+        """Start a fresh engine where a stored attempt stands (a service restarted after
+        ``kill -9``): its nodes and start time scope the node evidence exactly as before the
+        restart, even when the scheduler already reports the attempt over (a FAILED job no
+        longer counts as running on its nodes), so the restarted service reaches the same
+        verdict and the store's idempotency keys find the incident it already has."""
+        self.watch(job_id)
+        track = self._jobs[job_id]
+        if track.detector.state is not None:
+            return  # already fed by the scheduler: its word stands
+        track.detector.attempt = attempt
+        track.attempt_started = started_at
+        track.nodes = nodes
+
+    def unwatch(self, job_id: str) -> None:
+        self._jobs.pop(job_id, None)
+
+    @property
+    def jobs(self) -> tuple[str, ...]:
+        return tuple(self._jobs)
+
+    def detector(self, job_id: str) -> JobDetectorState:
+        return self._jobs[job_id].detector
+
+    def progress_of(self, job_id: str) -> tuple[Progress | None, Progress | None]:
+        """The current attempt's first and latest progress that the engine accepted (lines a
+        replaced attempt printed late are left out)."""
+        track = self._jobs[job_id]
+        return track.first_progress, track.last_progress
+
+    # -- feeding -------------------------------------------------------------------------
+
+    def observe(self, obs: Observation, now: float) -> None:
+        if isinstance(obs, LogLine):
+            self._observe_line(obs, now)
+        elif isinstance(obs, TelemetrySample):
+            self._observe_telemetry(obs, now)
+        elif isinstance(obs, NodeStatus):
+            # Only a change of state is news: a DOWN node is reported at every poll.
+            if self._node_state.get(obs.node) is not obs.state:
+                self._node_state[obs.node] = obs.state
+                event = node_status_event(obs)
+                if event is not None:
+                    self._add_node_event(obs.node, event, now)
+        else:
+            track = self._jobs.get(getattr(obs, "job_id", None) or "")
+            if track is None:
+                return
+            if isinstance(obs, (Progress, CheckpointSaved)) and track.stale_log():
+                return  # the lost attempt's last lines: not progress of the new one
+            if isinstance(obs, Progress):
+                if track.first_progress is None:
+                    track.first_progress = obs
+                if track.last_progress is None or obs.iteration >= track.last_progress.iteration:
+                    track.last_progress = obs
+            if isinstance(obs, JobStatus) and obs.attempt != track.detector.attempt:
+                track.new_attempt(obs.attempt, obs.time)
+            if isinstance(obs, JobStatus):
+                if obs.state is JobState.RUNNING and obs.nodes:
+                    # Only a running job's nodes are its own (a requeued job still lists the
+                    # old nodes while it completes), and an attempt keeps every node it ran
+                    # on: Slurm drops a dead node from the list before it bumps the attempt.
+                    track.nodes = tuple(dict.fromkeys(track.nodes + obs.nodes))
+                event = job_status_event(obs)
+                if event is not None and track.detector.state is not obs.state:
+                    track.events.append(event)
+            track.detector.observe(obs)
+
+    def observe_all(self, observations: Iterable[Observation], now: float) -> None:
+        for obs in observations:
+            self.observe(obs, now)
+
+    def _events_of(self, line: LogLine) -> list[Event]:
+        hits = self.matcher.match(line.text)
+        if not hits:
+            return []
+        prefix = LinePrefix(rank=line.rank, node=line.node, timestamp=line.time)
+        return [
+            self.matcher.to_event(
+                hit,
+                line=line.line_no,
+                text=line.text,
+                source=line.path,
+                evidence=line.source,
+                prefix=prefix,
+            )
+            for hit in hits
+        ]
+
+    def _observe_line(self, line: LogLine, now: float) -> None:
+        if line.source is EvidenceSource.KERNEL_LOG or line.job_id is None:
+            if line.node is not None:
+                for event in self._events_of(line):
+                    self._add_node_event(line.node, event, now)
+            return
+        track = self._jobs.get(line.job_id)
+        if track is None:
+            return
+        banner = ATTEMPT_BANNER.search(line.text)
+        if banner is not None:
+            # The log says a new attempt starts here: evidence before it belongs to an
+            # earlier attempt (a service reading a log from its start after a restart).
+            track.log_attempt = int(banner.group(1))
+            track.events.clear()
+            return
+        if track.stale_log():
+            return  # lines of an attempt that is already over
+        for event in self._events_of(line):
+            track.events.append(event)
+            track.detector.observe_event(event, now)
+
+    def _observe_telemetry(self, sample: TelemetrySample, now: float) -> None:
+        key = (sample.node, sample.gpu, sample.metric)
+        previous = self._telemetry.get(key)
+        self._telemetry[key] = sample.value
+        for event in telemetry_to_events([sample], {key: previous} if previous is not None else {}):
+            self._add_node_event(sample.node, event, now)
+
+    def _add_node_event(self, node: str, event: Event, now: float) -> None:
+        stamped = event if event.timestamp is not None else replace(event, timestamp=now)
+        self._node_events.setdefault(node, deque(maxlen=MAX_NODE_EVENTS)).append(stamped)
+        for track in self._jobs.values():
+            if stamped.evidence is EvidenceSource.SCHEDULER:
+                self._node_failure(track, node, stamped, now)  # one anomaly per node death
+            elif node in track.nodes:
+                track.detector.observe_event(stamped, now)
+
+    def _node_failure(self, track: JobTrack, node: str, event: Event, now: float) -> None:
+        """The scheduler says a node of this job (now, or of the attempt it just lost) died."""
+        if node in track.nodes and track.detector.state in ON_ITS_NODES:
+            attempt = track.detector.attempt
+        elif (
+            node in track.previous_nodes
+            and track.attempt_changed_at is not None
+            and now - track.attempt_changed_at <= REQUEUE_GRACE_S
+        ):
+            attempt = track.previous_attempt
+        else:
+            return
+        if (attempt, node) in track.node_failures:
+            return
+        track.node_failures.add((attempt, node))
+        anomaly = Anomaly(
+            kind=Kind.CRASH,
+            job_id=track.detector.job_id,
+            detected_at=now,
+            since=event.timestamp if event.timestamp is not None else now,
+            trigger=Trigger.NODE_STATE,
+            basis=f"scheduler: node {node} of the job is unhealthy ({event.text})",
+            nodes=(node,),
+            evidence=(event,),
+            category=event.category,
+            iteration=track.detector.iteration,
+        )
+        track.pending.append((anomaly, attempt))
+
+    # -- evaluating ----------------------------------------------------------------------
+
+    def evaluate(self, now: float) -> list[Finding]:
+        """Findings whose settle time has passed; each anomaly yields one finding."""
+        findings: list[Finding] = []
+        for job_id, track in self._jobs.items():
+            attempt = track.detector.attempt
+            node_died = any(n == attempt for n, _ in track.node_failures)
+            track.pending.extend(
+                (a, attempt)
+                for a in track.detector.check(now)
+                # A dead node already explains this attempt's crash: one incident, not two.
+                if not (node_died and a.kind is Kind.CRASH)
+            )
+            ready = [p for p in track.pending if now >= p[0].detected_at + self.settle_s]
+            if not ready:
+                continue
+            track.pending = [p for p in track.pending if p not in ready]
+            for anomaly, of_attempt in ready:
+                findings.append(self._finding(job_id, track, anomaly, of_attempt))
+        return findings
+
+    def _node_evidence(self, track: JobTrack, attempt: int) -> list[Event]:
+        """Kernel, telemetry and scheduler events of the attempt's nodes, from shortly before
+        it started, that no earlier finding has used: one Xid explains one incident, not
+        every later one on a node the job still runs on."""
+        if attempt == track.detector.attempt:
+            nodes, since = track.nodes, track.attempt_started
+        else:  # the attempt Slurm requeued by itself when a node died
+            nodes = track.previous_nodes
+            since = (track.attempt_changed_at or 0.0) - REQUEUE_GRACE_S
+        start = (since or 0.0) - NODE_EVIDENCE_LOOKBACK_S
+        return [
+            event
+            for node in nodes
+            for event in self._node_events.get(node, ())
+            if event not in self._used and (event.timestamp is None or event.timestamp >= start)
+        ]
+
+    def _finding(self, job_id: str, track: JobTrack, anomaly: Anomaly, attempt: int) -> Finding:
+        node_events = self._node_evidence(track, attempt)
+        self._used.update(node_events)
+        if len(self._used) > 4 * MAX_NODE_EVENTS:  # forget events the node buffers dropped
+            kept = {e for events in self._node_events.values() for e in events}
+            self._used &= kept
+        # System evidence first: on equal timestamps the kernel's word outranks app lines.
+        evidence = tuple(node_events) + tuple(track.events) + anomaly.evidence
+        verdict = verdict_for_anomaly(anomaly, attribute(evidence) if evidence else None)
+        return Finding(
+            job_id=job_id,
+            attempt=attempt,
+            anomaly=anomaly,
+            verdict=verdict,
+            evidence=dedupe(evidence),
+            iteration=track.detector.iteration,
+            nodes=track.nodes if attempt == track.detector.attempt else track.previous_nodes,
+        )

@@ -1,0 +1,93 @@
+"""What the engine keeps per watched job (its current attempt, evidence, pending anomalies)
+and what it hands back (:class:`Finding`), with the windows that scope node evidence."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from trainmedic.core.detect.anomaly import Anomaly, Trigger
+from trainmedic.core.detect.config import DetectorConfig
+from trainmedic.core.detect.state import JobDetectorState
+from trainmedic.core.model import Event, Verdict
+from trainmedic.core.observations import Progress
+from trainmedic.schedulers.base import JobState
+
+# Evidence kept per job and per node: enough for any real failure burst, bounded memory.
+MAX_JOB_EVENTS = 2000
+MAX_NODE_EVENTS = 500
+# Node evidence this long before an attempt started still counts (a GPU that fell off the bus
+# just before the job landed on it).
+NODE_EVIDENCE_LOOKBACK_S = 10.0
+# A node death reported this long after Slurm requeued the job still belongs to the lost attempt.
+REQUEUE_GRACE_S = 120.0
+# Job states in which the current attempt still holds its nodes: running, or on its way out
+# because Slurm is requeueing it (a node death seen in one of these is the attempt's).
+ON_ITS_NODES = frozenset(
+    {JobState.RUNNING, JobState.COMPLETING, JobState.REQUEUED, JobState.NODE_FAIL}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """An anomaly and what attribution made of it."""
+
+    job_id: str
+    attempt: int
+    anomaly: Anomaly
+    verdict: Verdict
+    evidence: tuple[Event, ...]
+    iteration: int | None
+    nodes: tuple[str, ...]
+
+
+class JobTrack:
+    def __init__(self, job_id: str, config: DetectorConfig) -> None:
+        self.detector = JobDetectorState(job_id, config)
+        self.events: deque[Event] = deque(maxlen=MAX_JOB_EVENTS)
+        self.attempt_started: float | None = None
+        self.log_attempt: int | None = None  # from the last attempt banner in the logs
+        self.pending: list[tuple[Anomaly, int]] = []  # with the attempt it belongs to
+        # The previous attempt's nodes: Slurm requeues a --requeue job by itself when a node
+        # dies, so the dead node is already gone from the job when the node state arrives.
+        self.previous_nodes: tuple[str, ...] = ()
+        self.previous_attempt = 0
+        self.attempt_changed_at: float | None = None
+        self.node_failures: set[tuple[int, str]] = set()
+        self.nodes: tuple[str, ...] = ()  # the nodes of the running attempt
+        # The current attempt's first and latest accepted progress (for the store).
+        self.first_progress: Progress | None = None
+        self.last_progress: Progress | None = None
+
+    def new_attempt(self, attempt: int, time: float) -> None:
+        """The scheduler reports a new attempt: what belonged to the old one is set aside."""
+        self.previous_nodes = self.nodes
+        self.previous_attempt = self.detector.attempt
+        self.attempt_changed_at = time
+        self.events.clear()
+        # What the old attempt still had pending is the old attempt's teardown, except a node
+        # death: Slurm requeues the job right after marking the node down, often between two
+        # polls, and that death is the reason for the requeue.
+        self.pending = [
+            (a, n) for a, n in self.pending if n == attempt or a.trigger is Trigger.NODE_STATE
+        ]
+        self.attempt_started = time
+        self.nodes = ()
+        self.first_progress = self.last_progress = None
+
+    def stale_log(self) -> bool:
+        """The log is still showing an attempt the scheduler has already replaced."""
+        return self.log_attempt is not None and self.log_attempt < self.detector.attempt
+
+
+def dedupe(events: Iterable[Event]) -> tuple[Event, ...]:
+    """Evidence without repeats: the line that raised an anomaly is also among the events."""
+    seen: set[tuple[str, str, int, str]] = set()
+    out: list[Event] = []
+    for event in events:
+        key = (event.signature, event.source, event.line, event.text)
+        if key not in seen:
+            seen.add(key)
+            out.append(event)
+    return tuple(out)

@@ -1,0 +1,1 @@
+"""trainmedic.core.logparse"""

@@ -1,0 +1,183 @@
+"""Line prefixes: who printed a line and when, before the message itself.
+
+Launchers and loggers stack prefixes in front of a message, e.g.
+``[rank1]:[E307 05:30:20.036611330 ProcessGroupNCCL.cpp:744] [Rank 1] ...`` or
+``3: node7:1234:1290 [3] NCCL INFO ...``, ``(RayWorkerWrapper pid=4009, ip=10.0.0.5) [rank1]:...``
+or ``Mar  7 04:58:42 gpu12 kernel: NVRM: Xid ...``.
+``parse_prefix`` peels them off one by one and returns rank, node, timestamp and where the
+message starts.
+
+Clock decisions (documented because attribution compares timestamps):
+
+* ISO dates (``2024-03-07 04:58:42,954``, ``2024-03-07T04:58:42.954Z``) and ``dmesg -T`` dates
+  are full dates; without a zone they are read as UTC, so two files of one job compare.
+* syslog (``Mar  7 04:58:42``) and glog (``E0307 05:30:20.036``, torch's ``[E307 ...]``) carry
+  no year. They are placed in ``year`` (default ``REFERENCE_YEAR``); ``analyze`` passes the
+  year of the first full date it saw in the same input so that both clocks line up.
+* kernel ``dmesg`` stamps (``[74889.542031]``) are seconds since boot: not a date, so the
+  timestamp stays ``None`` and such lines are ordered by their position in the file.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+
+from trainmedic.core.model import LinePrefix
+
+REFERENCE_YEAR = 2024
+"""Year assumed for syslog/glog stamps when no full date is known (a leap year: Feb 29 parses)."""
+
+_MONTHS = {name: i for i, name in enumerate(calendar.month_abbr) if name}
+
+_RANK = re.compile(
+    r"\[(?:rank|default)(\d+)\]:?\s*|\[(\d+)\](?=[^\s:\]])|\[(\d+),(\d+)\]<std(?:out|err)>:\s*"
+)
+_SRUN = re.compile(r"\s*(\d{1,5}): ")
+_ISO = re.compile(
+    r"\[?(\d{4})-(\d\d)-(\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?"
+    r"(Z|[+-]\d\d:?\d\d)?\]?(?:\s*-\s*|:\s+|\s+|$)"
+)
+_SLASH_DATE = re.compile(r"\[(\d\d)/(\d\d)/(\d\d) (\d\d):(\d\d):(\d\d)\]\s*")
+_SYSLOG = re.compile(
+    r"([A-Z][a-z]{2}) {1,2}(\d{1,2}) (\d\d):(\d\d):(\d\d)(?:\.\d+)? ([\w.-]+) "
+    r"(?:kernel: |[\w./-]+(?:\[\d+\])?: )?"
+)
+_DMESG_T = re.compile(
+    r"\[[A-Z][a-z]{2} ([A-Z][a-z]{2}) {1,2}(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4})\]\s*"
+)
+_DMESG = re.compile(r"\[\s*\+?\d+\.\d+\]\s*")
+_GLOG = re.compile(
+    r"\[?([IWEF])(\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?[ \d]*(?:[\w./-]+:\d+)?\]\s*"
+)
+_GLOG_NODATE = re.compile(r"\[([IWEF]) [\w./-]+:\d+\]\s*")
+_RAY = re.compile(r"\((?:\w+ )?pid=\d+(?:, ip=([\d.]+))?\)\s*")
+_BARE_NUMBER = re.compile(r"\[\d+\]\s+(?=\[)")  # a line or pid counter before [rankN]
+_NCCL = re.compile(r"([\w.-]+):(\d+):(\d+) \[(\d+)\] ")
+_UCX = re.compile(r"\[([\w.-]+):(\d+) *:\d+:\d+\] ")
+_KERNEL_TAG = re.compile(r"kernel: ")
+# pdsh/clush put "host: " before each line; taken only before another known prefix or a kernel
+# message, and only for host-like names (a digit or a hyphen), so "RuntimeError: " stays text.
+_PDSH = re.compile(
+    r"([A-Za-z][\w.-]*(?:\d|-)[\w.-]*): (?=\[(?:rank|default)\d|\d{1,5}: |\[[A-Z][a-z]{2} "
+    r"|\[\s*\d+\.\d+\]|kernel: |NVRM: |[\w.-]+:\d+:\d+ \[\d+\] )"
+)
+
+
+def _seconds(
+    year: int, month: int, day: int, hh: int, mm: int, ss: int, frac: str | None
+) -> float | None:
+    try:
+        base = calendar.timegm((year, month, day, hh, mm, ss, 0, 0, 0))
+    except (ValueError, OverflowError):
+        return None
+    if not 1 <= month <= 12 or not 1 <= day <= 31:
+        return None
+    return base + (float("0." + frac) if frac else 0.0)
+
+
+def _zone_offset(zone: str | None) -> float:
+    if not zone or zone == "Z":
+        return 0.0
+    sign = -1.0 if zone[0] == "-" else 1.0
+    digits = zone[1:].replace(":", "")
+    return sign * (int(digits[:2]) * 3600 + int(digits[2:4]) * 60)
+
+
+def parse_prefix(line: str, year: int = REFERENCE_YEAR) -> LinePrefix:
+    """Peel the stacked prefixes off ``line``; unknown text ends the prefix."""
+    rank: int | None = None
+    node: str | None = None
+    timestamp: float | None = None
+    pos = 0
+    # Each pass removes at most one prefix; eight is more than any real stack.
+    m = _PDSH.match(line)
+    if m:
+        node, pos = m.group(1), m.end()
+    for _ in range(8):
+        m = _RANK.match(line, pos)
+        if m:
+            if rank is None:
+                rank = int(m.group(1) or m.group(2) or m.group(4))
+            pos = m.end()
+            continue
+        m = _ISO.match(line, pos)
+        if m:
+            y, mo, d, hh, mi, ss = (int(g) for g in m.group(1, 2, 3, 4, 5, 6))
+            ts = _seconds(y, mo, d, hh, mi, ss, m.group(7))
+            if ts is not None:
+                timestamp = ts - _zone_offset(m.group(8)) if timestamp is None else timestamp
+                pos = m.end()
+                continue
+        m = _SYSLOG.match(line, pos)
+        if m and m.group(1) in _MONTHS:
+            ts = _seconds(year, _MONTHS[m.group(1)], int(m.group(2)), *_ints(m, 3, 5), None)
+            timestamp = ts if timestamp is None else timestamp
+            node = node or m.group(6)
+            pos = m.end()
+            continue
+        m = _DMESG_T.match(line, pos)
+        if m and m.group(1) in _MONTHS:
+            ts = _seconds(
+                int(m.group(6)), _MONTHS[m.group(1)], int(m.group(2)), *_ints(m, 3, 5), None
+            )
+            timestamp = ts if timestamp is None else timestamp
+            pos = m.end()
+            continue
+        m = _DMESG.match(line, pos) or _KERNEL_TAG.match(line, pos)
+        if m:
+            pos = m.end()
+            continue
+        m = _SLASH_DATE.match(line, pos)
+        if m:
+            mo, d, yy = int(m.group(1)), int(m.group(2)), int(m.group(3))
+            ts = _seconds(2000 + yy, mo, d, *_ints(m, 4, 6), None)
+            timestamp = ts if timestamp is None else timestamp
+            pos = m.end()
+            continue
+        m = _GLOG.match(line, pos)
+        if m:
+            ts = _seconds(year, int(m.group(2)), int(m.group(3)), *_ints(m, 4, 6), m.group(7))
+            timestamp = ts if timestamp is None else timestamp
+            pos = m.end()
+            continue
+        m = _NCCL.match(line, pos)
+        if m:
+            node = node or m.group(1)
+            pos = m.end()
+            continue
+        m = _GLOG_NODATE.match(line, pos) or _BARE_NUMBER.match(line, pos)
+        if m:
+            pos = m.end()
+            continue
+        m = _RAY.match(line, pos)
+        if m:
+            node = node or m.group(1)
+            pos = m.end()
+            continue
+        m = _UCX.match(line, pos)
+        if m:
+            node = node or m.group(1)
+            pos = m.end()
+            continue
+        if pos == 0 or rank is None:
+            m = _SRUN.match(line, pos)
+            if m and rank is None:
+                rank = int(m.group(1))
+                pos = m.end()
+                continue
+        break
+    return LinePrefix(rank=rank, node=node, timestamp=timestamp, body_start=pos)
+
+
+def _ints(m: re.Match[str], first: int, last: int) -> tuple[int, int, int]:
+    a, b, c = (int(g) for g in m.group(*range(first, last + 1)))
+    return a, b, c
+
+
+def full_date_year(line: str) -> int | None:
+    """The year of a full date at the start of ``line`` (after rank prefixes), if any."""
+    m = _RANK.match(line)
+    pos = m.end() if m else 0
+    m = _ISO.match(line, pos)
+    return int(m.group(1)) if m else None

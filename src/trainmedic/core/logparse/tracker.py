@@ -1,0 +1,102 @@
+"""Per-line progress bookkeeping for the streaming scan: cheap on every line, parsing few.
+
+A line is a progress *candidate* when a substring test says so; only the first candidate (to
+know training started) and the last few (for the summary) are parsed. Checkpoint lines and
+the distributed-init markers ("All distributed processes registered", NCCL "Init COMPLETE")
+are noted on the way.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from trainmedic.core.attribute.facts import ProgressSummary
+from trainmedic.core.logparse.checkpoint import parse_checkpoint
+from trainmedic.core.logparse.prefix import parse_prefix
+from trainmedic.core.logparse.progress import ProgressLine, parse_progress
+
+
+class ProgressTracker:
+    """Cheap per-line progress bookkeeping; parsing happens on few lines only."""
+
+    __slots__ = (
+        "after_init",
+        "after_nccl",
+        "checkpoint",
+        "first",
+        "init_line",
+        "last_candidates",
+        "nccl_info_first",
+        "nccl_seen",
+        "nccl_warn_seen",
+        "reports",
+    )
+
+    def __init__(self) -> None:
+        self.first: ProgressLine | None = None
+        self.reports = 0
+        self.last_candidates: deque[str] = deque(maxlen=4)
+        self.checkpoint: int | None = None
+        self.init_line: int | None = None
+        self.after_init = 0
+        self.nccl_seen = False
+        self.after_nccl = 0
+        self.nccl_info_first = False  # NCCL INFO (setup) lines came before any NCCL WARN
+        self.nccl_warn_seen = False
+
+    def observe(self, line_no: int, text: str) -> None:
+        # Chained ``in`` tests: the cheapest way CPython has to reject the common line.
+        if "iter" in text or "step" in text or "Iter" in text or "Step" in text or "%|" in text:
+            if self.first is None:
+                parsed = parse_progress(text[parse_prefix(text).body_start :])
+                if parsed is not None:
+                    self.first, self.reports = parsed, 1
+            else:
+                self.reports += 1
+                self.last_candidates.append(text)
+        if "heckpoint" in text or "global_step" in text or "aving model" in text:
+            self._checkpoint(text)
+        if self.init_line is not None and self.after_init <= 3 and text.strip():
+            self.after_init += 1
+        if "NCCL INFO" in text or "NCCL WARN" in text:
+            self.nccl_seen, self.after_nccl = True, 0
+            if "NCCL WARN" in text:
+                self.nccl_warn_seen = True
+            elif not self.nccl_warn_seen:
+                self.nccl_info_first = True
+        elif self.nccl_seen and self.after_nccl <= 3 and text.strip():
+            self.after_nccl += 1
+        if (
+            "processes registered" in text
+            or "Init COMPLETE" in text
+            or "nitializing distributed" in text
+            or "store-based barrier" in text
+        ):
+            self.init_line, self.after_init = line_no, 0
+
+    def _checkpoint(self, text: str) -> None:
+        found = parse_checkpoint(text[parse_prefix(text).body_start :])
+        if found is not None:
+            self.checkpoint = found
+
+    def summary(self) -> ProgressSummary:
+        last = self.first
+        for text in reversed(self.last_candidates):
+            parsed = parse_progress(text[parse_prefix(text).body_start :])
+            if parsed is not None:
+                last = parsed
+                break
+        return ProgressSummary(
+            reports=self.reports,
+            first_iteration=self.first.iteration if self.first else None,
+            last_iteration=last.iteration if last else None,
+            last_label=last.label if last else "",
+            last_elapsed_s=last.elapsed_s if last else None,
+            last_step_time=last.step_time if last else None,
+            last_checkpoint=self.checkpoint,
+            init_complete_line=self.init_line,
+            meaningful_after_init=self.after_init,
+            nccl_setup_seen=self.nccl_seen,
+            nccl_setup_before_warning=self.nccl_info_first,
+            meaningful_after_nccl=self.after_nccl,
+        )

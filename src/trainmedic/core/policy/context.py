@@ -1,0 +1,77 @@
+"""Everything the policy needs to know besides the verdict, as frozen values.
+
+The engine builds a :class:`PolicyContext` from its store at decision time; ``decide`` reads
+it and nothing else (no clock, no I/O).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from trainmedic.core.model import Category, Verdict
+from trainmedic.service.config.sections import PolicyConfig
+
+_EMPTY: Mapping[str, int] = MappingProxyType({})
+_EMPTY_BUDGET: Mapping[Category, int] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRecord:
+    """One earlier failed attempt of the same job."""
+
+    attempt: int
+    category: Category
+    signature: str | None  # the verdict's root-cause signature id
+    iteration: int | None  # the last iteration reached when it failed
+    nodes: tuple[str, ...]  # the nodes it ran on
+    new_checkpoint: bool = False  # a newer checkpoint appeared during that attempt
+
+    @classmethod
+    def from_verdict(
+        cls,
+        attempt: int,
+        verdict: Verdict,
+        *,
+        iteration: int | None,
+        nodes: tuple[str, ...],
+        new_checkpoint: bool,
+    ) -> AttemptRecord:
+        """The record the engine keeps of a failed attempt, for the next decision."""
+        return cls(
+            attempt=attempt,
+            category=verdict.category,
+            signature=verdict.root_cause.signature if verdict.root_cause else None,
+            iteration=iteration,
+            nodes=nodes,
+            new_checkpoint=new_checkpoint,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyContext:
+    job_id: str
+    attempts: tuple[AttemptRecord, ...] = ()  # earlier failures, oldest first; not this one
+    iteration: int | None = None  # the last iteration the failing attempt reached
+    # Since the previous failure (or the start, for a first failure):
+    new_checkpoint: bool = False  # a newer checkpoint appeared
+    progressed_iterations: int = 0  # iterations beyond the previous failure's iteration
+    budget_used: Mapping[Category, int] = field(default_factory=lambda: _EMPTY_BUDGET)
+    # Per node: incidents it was implicated in before this one, across attempts and jobs,
+    # within policy.repeat_offender_window_s.
+    node_history: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
+    current_nodes: tuple[str, ...] = ()  # the nodes the failing attempt ran on
+    healthy_spares: tuple[str, ...] = ()  # idle, healthy, undrained nodes not in current_nodes
+    cluster_size: int = 0  # nodes in the cluster (the circuit breaker's denominator)
+    recent_drains: int = 0  # drains trainmedic made within policy.drain_window_s
+    config: PolicyConfig = field(default_factory=PolicyConfig)  # the job's [policy]
+    # The application error's confirmation retry runs on other nodes when spares allow.
+    confirm_on_other_nodes: bool = True
+    # A straggler's slow node is excluded by a restart (otherwise it is only reported).
+    restart_on_straggler: bool = False
+
+    @property
+    def progressed(self) -> bool:
+        """Progress since the previous failure: such a failure spends no retry budget."""
+        return self.new_checkpoint or self.progressed_iterations > 0

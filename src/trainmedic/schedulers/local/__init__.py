@@ -1,0 +1,1 @@
+"""trainmedic.schedulers.local.scheduler."""

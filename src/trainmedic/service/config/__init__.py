@@ -1,0 +1,64 @@
+"""The service's configuration: a TOML file loaded into frozen dataclasses.
+
+``load_config(path)`` reads and validates a file (unknown keys fail with the list of valid
+ones, wrong types fail, both as one-line ``ConfigError`` naming the file and key path);
+``default_config()`` gives every default. The sections and each key are documented in
+``trainmedic.service.config.sections``. An example file::
+
+    [service]
+    mode = "action"              # "monitor" (default) records advice only
+    api_port = 8377
+
+    [watch]
+    partitions = ["train"]
+    action_jobs = ["1234"]
+
+    [policy]
+    stop_enforcement = true
+    [policy.retry_budget]
+    hardware = 5
+
+    [detect]
+    hang_k = 6.0
+
+    [scheduler]
+    kind = "slurm"
+    [scheduler.slurm]
+    ssh_host = "head01"
+"""
+
+from __future__ import annotations
+
+from trainmedic.service.config.loader import (
+    STATE_DIR_ENV,
+    TOKEN_ENV,
+    apply_policy_overrides,
+    default_config,
+    load_config,
+)
+from trainmedic.service.config.sections import (
+    Config,
+    LocalConfig,
+    PolicyConfig,
+    RetryBudgets,
+    SchedulerConfig,
+    ServiceConfig,
+    SlurmConfig,
+    WatchConfig,
+)
+
+__all__ = [
+    "STATE_DIR_ENV",
+    "TOKEN_ENV",
+    "Config",
+    "LocalConfig",
+    "PolicyConfig",
+    "RetryBudgets",
+    "SchedulerConfig",
+    "ServiceConfig",
+    "SlurmConfig",
+    "WatchConfig",
+    "apply_policy_overrides",
+    "default_config",
+    "load_config",
+]

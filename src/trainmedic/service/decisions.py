@@ -1,0 +1,123 @@
+"""From a finding to stored incident and advice: the policy step of the service.
+
+The policy (``trainmedic.core.policy.decide``) is pure; this reads the history it needs from the
+store (earlier attempts, node history, budgets), applies a job's own policy overrides, stores
+the verdict as an incident and the advice as the next generation for the job's attempt, and
+records the implicated nodes in their history. The incident and its advice are written in one
+transaction, and everything is idempotent per incident, so a service restarted after
+``kill -9`` that re-derives a finding changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from trainmedic.core.engine.engine import Finding
+from trainmedic.core.errors import ConfigError
+from trainmedic.core.policy.decide import decide
+from trainmedic.schedulers.base import ClusterSnapshot
+from trainmedic.service.config.loader import apply_policy_overrides
+from trainmedic.service.config.sections import Config, PolicyConfig
+from trainmedic.service.policy_context import build_context
+from trainmedic.store import AdviceMode, AdviceRecord, Store
+
+log = logging.getLogger(__name__)
+
+# Evidence lines kept with an incident: the root cause is among the last ones attribution saw.
+MAX_STORED_EVIDENCE = 50
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A finding as stored: its incident and its advice."""
+
+    finding: Finding
+    incident_id: int
+    advice: AdviceRecord
+    new: bool  # False when a restarted service re-derived an incident it already had
+
+
+class DecisionRecorder:
+    def __init__(self, config: Config, store: Store) -> None:
+        self.config = config
+        self.store = store
+
+    def policy_for(self, job_id: str) -> PolicyConfig:
+        """``[policy]`` with the job's own overrides (its registration or Slurm comment)."""
+        job = self.store.get_job(job_id)
+        if job is None or not job.spec.policy:
+            return self.config.policy
+        try:
+            return apply_policy_overrides(self.config.policy, job.spec.policy, f"job {job_id}")
+        except ConfigError as exc:
+            log.warning("%s; using the configured policy", exc)
+            return self.config.policy
+
+    def mode_for(self, job_id: str) -> AdviceMode:
+        job = self.store.get_job(job_id)
+        partition = job.spec.partition if job else ""
+        if self.config.acts_on(job_id, partition=partition):
+            return AdviceMode.ACTION
+        return AdviceMode.MONITOR
+
+    def new_checkpoint(self, finding: Finding, newest: int | None) -> bool:
+        """A checkpoint newer than the one the failing attempt resumed from (the trainer
+        resumes from checkpoint N at iteration N + 1)."""
+        first = next(
+            (
+                a.first_iteration
+                for a in self.store.list_attempts(finding.job_id)
+                if a.attempt == finding.attempt
+            ),
+            None,
+        )
+        return newest is not None and first is not None and newest >= first
+
+    def record(
+        self, finding: Finding, snapshot: ClusterSnapshot, now: float, newest: int | None
+    ) -> Decision:
+        context = build_context(
+            self.store,
+            finding,
+            snapshot,
+            self.policy_for(finding.job_id),
+            now=now,
+            new_checkpoint=self.new_checkpoint(finding, newest),
+            resumed_at=newest,
+        )
+        advice = decide(finding.verdict, context)
+        verdict = finding.verdict
+        fault_time = verdict.root_cause.timestamp if verdict.root_cause else None
+        stored = self.store.record_decision(
+            finding.job_id,
+            finding.attempt,
+            verdict,
+            advice,
+            mode=self.mode_for(finding.job_id),
+            now=now,
+            detected_at=finding.anomaly.detected_at,
+            fault_time=fault_time if fault_time is not None else finding.anomaly.since,
+            evidence=finding.evidence[-MAX_STORED_EVIDENCE:],
+        )
+        incident_id, new = stored.incident_id, stored.new
+        if new:
+            for node in verdict.implicated.nodes:
+                self.store.record_node_event(
+                    node,
+                    time=now,
+                    job_id=finding.job_id,
+                    incident_id=incident_id,
+                    category=verdict.category,
+                    strong=bool(verdict.root_cause and verdict.root_cause.strong),
+                )
+            log.info(
+                "incident %s job %s: %s/%s -> %s (%s)",
+                incident_id,
+                finding.job_id,
+                verdict.kind.value,
+                verdict.category.value,
+                advice.action.value,
+                advice.basis,
+            )
+        return Decision(finding, incident_id, stored.advice, new)

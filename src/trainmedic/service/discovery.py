@@ -1,0 +1,96 @@
+"""Which scheduler jobs to watch without being told: jobs that opt in through a JSON policy in
+their comment (``--comment='{"trainmedic": {"checkpoint_dir": ..., "retry_budget": ...}}'``)
+or that match the ``[watch]`` criteria of the config (partition, user, name pattern, ids).
+
+Pure: a snapshot and the config in, registrations out. The comment's ``checkpoint_dir`` goes
+to the job spec; every other key is a per-job override of ``[policy]``, validated here so a
+bad policy is reported once, naming the job, and the job is still watched with the defaults.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from trainmedic.core.errors import ConfigError
+from trainmedic.schedulers.base import JobInfo
+from trainmedic.schedulers.slurm.policy import parse_job_policy
+from trainmedic.service.config.loader import apply_policy_overrides
+from trainmedic.service.config.sections import PolicyConfig, WatchConfig
+from trainmedic.store import JobSpec
+
+log = logging.getLogger(__name__)
+
+SPEC_KEYS = frozenset({"checkpoint_dir"})
+
+
+@dataclass(frozen=True, slots=True)
+class Discovered:
+    job_id: str
+    name: str
+    spec: JobSpec
+    why: str
+
+
+def _criteria(watch: WatchConfig) -> bool:
+    return bool(watch.partitions or watch.users or watch.name_pattern or watch.jobs)
+
+
+def job_policy(job: JobInfo, base: PolicyConfig) -> tuple[dict[str, Any] | None, str]:
+    """(policy overrides or None when not opted in, a note when the policy was refused)."""
+    try:
+        policy = parse_job_policy(job.comment)
+    except ConfigError as exc:
+        return {}, f"job {job.job_id}: {exc}; watching it with the default policy"
+    if policy is None:
+        return None, ""
+    overrides = {k: v for k, v in policy.items() if k not in SPEC_KEYS}
+    try:
+        apply_policy_overrides(base, overrides, f"job {job.job_id} comment")
+    except ConfigError as exc:
+        return {k: v for k, v in policy.items() if k in SPEC_KEYS}, f"{exc}; using defaults"
+    return policy, ""
+
+
+def discover(
+    jobs: Iterable[JobInfo],
+    watch: WatchConfig,
+    policy: PolicyConfig,
+    known: Collection[str],
+    kernel_log_template: str = "",
+) -> list[Discovered]:
+    found: list[Discovered] = []
+    for job in jobs:
+        if job.job_id in known or job.state.is_terminal():
+            continue
+        overrides, note = job_policy(job, policy)
+        if note:
+            log.warning("%s", note)
+        if overrides is not None:
+            why = "opted in through its comment"
+        elif _criteria(watch) and watch.watches(
+            job.job_id, partition=job.partition, user=job.user, name=job.name
+        ):
+            why = "matches [watch]"
+            overrides = {}
+        else:
+            continue
+        logs = tuple(dict.fromkeys(p for p in (job.stdout_path, job.stderr_path) if p))
+        kernel = (
+            {n: kernel_log_template.format(node=n) for n in job.nodes}
+            if kernel_log_template
+            else {}
+        )
+        spec = JobSpec(
+            log_paths=logs,
+            kernel_logs=kernel,
+            checkpoint_dir=str(overrides.get("checkpoint_dir", "")),
+            nodes=job.nodes,
+            partition=job.partition,
+            user=job.user,
+            policy={k: v for k, v in overrides.items() if k not in SPEC_KEYS},
+        )
+        found.append(Discovered(job.job_id, job.name, spec, why))
+    return found

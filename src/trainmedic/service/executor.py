@@ -1,0 +1,201 @@
+"""The executor: carries stored advice out through a scheduler adapter, exactly once.
+
+Advice is intent; this is actuation. In action mode one executor claims each ``pending``
+advice (a compare-and-set in the store), issues its scheduler steps in order, records every
+step once issued, and then watches the scheduler until it shows the intended state
+(``converged``) or gives up after ``converge_timeout_s`` (``abandoned``). Monitor-mode advice
+is stored as ``recorded`` and never reaches it.
+
+Exactly once across crashes: a step is recorded after the scheduler accepted it. If the
+service dies between the two, the restarted executor finds the step unrecorded and checks
+the scheduler first: a requeue whose effect is visible (a later attempt) is recorded without
+being issued again, unless the job is still held by the hold it began with (then the requeue
+is finished: exclusions set, job released); an attempt is requeued once whatever the number
+of advices for it; a drain is idempotent in every adapter.
+
+Steps: ``drain:<node>`` for each node to drain, then ``requeue`` (restart / restart excluding)
+or ``cancel`` (stop; only with ``stop_enforcement``, otherwise the stop is recorded and the
+job left to its owner, as NVRx makes STOP opt-in).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from trainmedic.core.errors import SchedulerError
+from trainmedic.core.model import Action
+from trainmedic.schedulers.base import ClusterSnapshot, JobInfo, JobState, SchedulerAdapter
+from trainmedic.store import AdviceRecord, AdviceStatus, Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorEvent:
+    """Something the executor did, for the timeline and the demo report."""
+
+    time: float
+    advice_id: int
+    job_id: str
+    what: str  # "claimed", "step:<name>", "applied", "converged", "abandoned", "error"
+    detail: str = ""
+
+
+def planned_steps(advice: AdviceRecord) -> tuple[str, ...]:
+    steps = tuple(f"drain:{node}" for node in advice.drain_nodes)
+    if advice.action in (Action.RESTART, Action.RESTART_EXCLUDING):
+        return (*steps, "requeue")
+    if advice.action is Action.STOP:
+        return (*steps, "cancel")
+    return steps
+
+
+class Executor:
+    def __init__(
+        self,
+        store: Store,
+        adapter: SchedulerAdapter,
+        *,
+        executor_id: str,
+        stop_enforcement: bool = False,
+        converge_timeout_s: float = 180.0,
+    ) -> None:
+        self.store = store
+        self.adapter = adapter
+        self.executor_id = executor_id
+        self.stop_enforcement = stop_enforcement
+        self.converge_timeout_s = converge_timeout_s
+
+    def step(self, snapshot: ClusterSnapshot, now: float) -> list[ExecutorEvent]:
+        """Advance every active advice by what the scheduler allows right now."""
+        events: list[ExecutorEvent] = []
+        jobs = {job.job_id: job for job in snapshot.jobs}
+        for advice in self.store.active_advice():
+            if advice.status is AdviceStatus.PENDING:
+                if not self.store.claim_advice(advice.id, self.executor_id):
+                    continue  # another executor owns it
+                events.append(ExecutorEvent(now, advice.id, advice.job_id, "claimed"))
+                advice = self.store.get_advice(advice.id)
+            elif advice.claimed_by != self.executor_id:
+                continue
+            try:
+                events.extend(self._advance(advice, jobs.get(advice.job_id), snapshot, now))
+            except SchedulerError as exc:
+                # The scheduler refused a step: leave it unrecorded, try again next cycle
+                # (until the convergence timeout abandons the advice).
+                log.warning("advice %s: %s", advice.id, exc)
+                events.append(ExecutorEvent(now, advice.id, advice.job_id, "error", str(exc)))
+                events.extend(self._maybe_abandon(advice, now, f"scheduler error: {exc}"))
+        return events
+
+    def _advance(
+        self, advice: AdviceRecord, job: JobInfo | None, snapshot: ClusterSnapshot, now: float
+    ) -> list[ExecutorEvent]:
+        events: list[ExecutorEvent] = []
+        for step in planned_steps(advice):
+            if step in advice.steps_done:
+                continue
+            if snapshot.stale:
+                return events  # never act on a view we could not refresh
+            detail = self._issue(step, advice, job, now)
+            self.store.mark_step_done(advice.id, step)
+            events.append(ExecutorEvent(now, advice.id, advice.job_id, f"step:{step}", detail))
+        if advice.applied_at is None:
+            self.store.mark_applied(advice.id, now=now)
+            events.append(ExecutorEvent(now, advice.id, advice.job_id, "applied"))
+            advice = self.store.get_advice(advice.id)
+        if snapshot.stale:
+            return events
+        if _converged(advice, job, self.stop_enforcement):
+            self.store.set_advice_status(advice.id, AdviceStatus.CONVERGED, now=now)
+            events.append(ExecutorEvent(now, advice.id, advice.job_id, "converged"))
+        else:
+            events.extend(self._maybe_abandon(advice, now, "scheduler never showed the effect"))
+        return events
+
+    def _issue(self, step: str, advice: AdviceRecord, job: JobInfo | None, now: float) -> str:
+        if step.startswith("drain:"):
+            node = step.removeprefix("drain:")
+            reason = f"trainmedic: incident {advice.incident_id} of job {advice.job_id}"
+            drained = self.adapter.drain(node, reason)
+            self.store.record_node_event(
+                node,
+                time=now,
+                job_id=advice.job_id,
+                incident_id=advice.incident_id,
+                drained=drained,
+                reason=reason if drained else "drain skipped: another owner's drain stands",
+            )
+            return "drained" if drained else "left alone: drained by another owner"
+        if step == "requeue":
+            return self._requeue(advice, job, now)
+        if step == "cancel":
+            if not self.stop_enforcement:
+                return "stop recorded, not enforced (stop_enforcement = false)"
+            if job is not None and job.state.is_terminal() and job.state is not JobState.FAILED:
+                return f"already {job.state.value}"
+            self.adapter.cancel(advice.job_id, advice.basis[:200])
+            return "cancelled"
+        raise SchedulerError(f"unknown step {step!r} in advice {advice.id}")
+
+    def _requeue(self, advice: AdviceRecord, job: JobInfo | None, now: float) -> str:
+        # Done before a crash. A job still held by our open hold was cut short between hold
+        # and release: the requeue below finishes it (exclusions, release), and no adapter
+        # starts another attempt of a held job.
+        if (
+            job is not None
+            and job.attempt > advice.attempt
+            and not (job.held and self._holds(advice.job_id))
+        ):
+            self.store.release_hold(advice.job_id, released_at=now)
+            return f"already requeued (attempt {job.attempt})"
+        earlier = self._requeued_by(advice)
+        if earlier is not None:
+            # One attempt is replaced once: a second advice for it (re-derived after a
+            # restart, or a later generation) must not requeue the new attempt as well,
+            # even while this cycle's snapshot still shows the old one.
+            return f"already requeued by advice {earlier}"
+        self.store.record_hold(advice.job_id, held_at=now, by=self.executor_id)
+        try:
+            self.adapter.requeue(advice.job_id, advice.exclude_nodes)
+        finally:
+            self.store.release_hold(advice.job_id, released_at=now)
+        excluded = f" excluding {', '.join(advice.exclude_nodes)}" if advice.exclude_nodes else ""
+        return f"requeued{excluded}"
+
+    def _holds(self, job_id: str) -> bool:
+        return any(hold.job_id == job_id for hold in self.store.open_holds())
+
+    def _requeued_by(self, advice: AdviceRecord) -> int | None:
+        for other in self.store.list_advice(advice.job_id):
+            if (
+                other.id != advice.id
+                and other.attempt == advice.attempt
+                and "requeue" in other.steps_done
+            ):
+                return other.id
+        return None
+
+    def _maybe_abandon(self, advice: AdviceRecord, now: float, why: str) -> list[ExecutorEvent]:
+        if now - advice.created_at < self.converge_timeout_s:
+            return []
+        self.store.set_advice_status(advice.id, AdviceStatus.ABANDONED, now=now, note=why)
+        return [ExecutorEvent(now, advice.id, advice.job_id, "abandoned", why)]
+
+
+def _converged(advice: AdviceRecord, job: JobInfo | None, stop_enforced: bool) -> bool:
+    if advice.action is Action.STOP:
+        if not stop_enforced:
+            return True  # nothing to converge to: the stop was only recorded
+        return job is None or job.state.is_terminal()
+    if advice.action is Action.NONE:
+        return True
+    if job is None:
+        return False
+    excluded = set(advice.exclude_nodes)
+    return (
+        job.attempt > advice.attempt
+        and job.state is JobState.RUNNING
+        and not excluded.intersection(job.nodes)
+    )
