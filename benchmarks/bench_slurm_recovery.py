@@ -39,6 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from trainmedic.core.states import JobState
 from trainmedic.demo.slurm_job import (
     TrainerJob,
     attempts_in_log,
@@ -46,7 +47,6 @@ from trainmedic.demo.slurm_job import (
     trainer_job_spec,
 )
 from trainmedic.lab import SlurmCluster
-from trainmedic.schedulers.base import JobState
 from trainmedic.schedulers.slurm.runner import LocalRunner
 from trainmedic.schedulers.slurm.scheduler import SlurmScheduler
 from trainmedic.service.config.loader import default_config

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.schedulers.base import JobInfo, JobState, NodeState
+from trainmedic.core.states import JobState, NodeState
+from trainmedic.schedulers.base import JobInfo
 from trainmedic.schedulers.local.scheduler import LocalJobSpec, LocalScheduler
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]

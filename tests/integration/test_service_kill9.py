@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from trainmedic.schedulers.base import JobState
+from trainmedic.core.states import JobState
 from trainmedic.schedulers.local.scheduler import LocalJobSpec, LocalScheduler
 from trainmedic.store import Store, sqlite_url
 

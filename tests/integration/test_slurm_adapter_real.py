@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from trainmedic.core.states import JobState, NodeState
 from trainmedic.lab import SlurmCluster
-from trainmedic.schedulers.base import JobState, NodeState
 from trainmedic.schedulers.slurm.runner import LocalRunner
 from trainmedic.schedulers.slurm.scheduler import SlurmScheduler
 

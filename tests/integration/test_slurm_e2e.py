@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from trainmedic.core.model import Action, Category, Kind
+from trainmedic.core.states import JobState
 from trainmedic.demo.slurm_job import (
     AttemptLog,
     TrainerJob,
@@ -31,7 +32,6 @@ from trainmedic.demo.slurm_job import (
     trainer_job_spec,
 )
 from trainmedic.lab import SlurmCluster
-from trainmedic.schedulers.base import JobState
 from trainmedic.schedulers.slurm.runner import CompletedCommand, LocalRunner
 from trainmedic.schedulers.slurm.scheduler import SlurmScheduler
 from trainmedic.schedulers.slurm.scontrol import JobDetails

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from trainmedic.core.errors import SchedulerUnavailable
+from trainmedic.core.states import NodeState
 from trainmedic.lab import SlurmCluster
 from trainmedic.lab.procs import free_ports, terminate
-from trainmedic.schedulers.base import NodeState
 from trainmedic.schedulers.slurm.runner import SshRunner
 from trainmedic.schedulers.slurm.scheduler import SlurmScheduler
 

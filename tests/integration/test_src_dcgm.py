@@ -9,9 +9,16 @@ import pytest
 
 from trainmedic.core.model import ActionHint, Category, EvidenceSource
 from trainmedic.core.observations import SourceStale, TelemetrySample
+from trainmedic.core.telemetry import (
+    DBE_VOLATILE,
+    GPU_TEMP,
+    XID,
+    TelemetryKey,
+    remember,
+    telemetry_to_events,
+)
 from trainmedic.lab.dcgm_stub import DcgmExporterStub
-from trainmedic.sources.dcgm import DBE_VOLATILE, GPU_TEMP, XID, DcgmScraper
-from trainmedic.sources.telemetry import TelemetryKey, remember, telemetry_to_events
+from trainmedic.sources.dcgm import DcgmScraper
 
 pytestmark = pytest.mark.slow
 

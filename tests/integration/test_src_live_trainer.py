@@ -20,7 +20,7 @@ import pytest
 from trainmedic.core.detect import Anomaly, DetectorConfig, JobDetectorState
 from trainmedic.core.model import Kind
 from trainmedic.core.observations import JobStatus, Progress
-from trainmedic.schedulers.base import JobState
+from trainmedic.core.states import JobState
 from trainmedic.schedulers.local.launch import free_port, torchrun_argv
 from trainmedic.sources.joblog import JobLogSource
 

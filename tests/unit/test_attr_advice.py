@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from trainmedic.core.attribute.advice import advise
 from trainmedic.core.model import (
     NO_FAILURE,
     Action,
+    Advice,
     Category,
     Event,
     EvidenceSource,
@@ -14,6 +14,13 @@ from trainmedic.core.model import (
     Role,
     Verdict,
 )
+from trainmedic.core.policy.context import PolicyContext
+from trainmedic.core.policy.decide import decide
+
+
+def advise(v: Verdict) -> Advice:
+    """The advice ``analyze`` gives: the one policy with the offline context."""
+    return decide(v, PolicyContext.offline())
 
 
 def verdict(

@@ -64,7 +64,7 @@ def test_unknown_key_fails_fast() -> None:
         '[[rule]]\nid="x"\ncategory="storage"\nconfidence=0.5\nbasis="b"\n'
         'example="e"\nnear="x"\nnera="y"\n'
     )
-    with pytest.raises(ConfigError, match="unknown keys"):
+    with pytest.raises(ConfigError, match="unknown key"):
         parse_rules(bad)
 
 

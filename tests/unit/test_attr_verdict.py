@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from trainmedic.core.attribute.facts import JobFacts, ProgressSummary
+from trainmedic.core.attribute.facts import JobFacts
 from trainmedic.core.attribute.verdict import attribute
 from trainmedic.core.logparse.elastic import ChildFailure
+from trainmedic.core.logparse.summary import ProgressSummary
 from trainmedic.core.model import Category, Event, EvidenceSource, Kind, Role
 
 

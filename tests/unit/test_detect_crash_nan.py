@@ -9,7 +9,7 @@ import pytest
 from trainmedic.core.detect import JobDetectorState, Trigger, crash_from_status, is_nan_event
 from trainmedic.core.model import ActionHint, Category, Event, EvidenceSource, Kind, Role
 from trainmedic.core.observations import JobStatus, Progress
-from trainmedic.schedulers.base import JobState
+from trainmedic.core.states import JobState
 
 JOB = "j1"
 

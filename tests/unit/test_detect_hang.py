@@ -5,7 +5,7 @@ from __future__ import annotations
 from trainmedic.core.detect import DetectorConfig, JobDetectorState, Trigger
 from trainmedic.core.model import Category, Event, Kind, Role
 from trainmedic.core.observations import CheckpointSaved, JobStatus, Progress
-from trainmedic.schedulers.base import JobState
+from trainmedic.core.states import JobState
 
 JOB = "j1"
 

@@ -21,7 +21,7 @@ from trainmedic.core.detect import (
 from trainmedic.core.detect.stats import median, quantile
 from trainmedic.core.model import Kind
 from trainmedic.core.observations import JobStatus, Progress
-from trainmedic.schedulers.base import JobState
+from trainmedic.core.states import JobState
 
 JOB = "j1"
 SIGMA = math.log(1.7) / 1.2816  # log-normal with p90 = 1.7 x median

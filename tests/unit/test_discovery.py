@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from trainmedic.schedulers.base import JobInfo, JobState
+from trainmedic.core.states import JobState
+from trainmedic.schedulers.base import JobInfo
 from trainmedic.service.config import default_config
 from trainmedic.service.config.sections import WatchConfig
 from trainmedic.service.discovery import discover

@@ -6,7 +6,7 @@ from trainmedic.core.detect.config import DetectorConfig
 from trainmedic.core.engine.engine import Engine
 from trainmedic.core.model import Category, EvidenceSource, Kind
 from trainmedic.core.observations import JobStatus, LogLine, NodeStatus, Progress
-from trainmedic.schedulers.base import JobState, NodeState
+from trainmedic.core.states import JobState, NodeState
 
 XID79 = "NVRM: Xid (PCI:0000:3b:00): 79, pid=991, name=python, GPU has fallen off the bus."
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from trainmedic.core.model import Action, Advice, Category, Kind, Verdict
-from trainmedic.schedulers.base import JobState
+from trainmedic.core.states import JobState
 from trainmedic.schedulers.fake import FakeScheduler
 from trainmedic.service.executor import Executor
 from trainmedic.service.watchdog import Watchdog

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from trainmedic.core.errors import SchedulerError
-from trainmedic.schedulers.base import JobState, NodeState
+from trainmedic.core.states import JobState, NodeState
 from trainmedic.schedulers.local.launch import pid_alive, wrapped_argv
 from trainmedic.schedulers.local.scheduler import LocalScheduler
 from trainmedic.schedulers.local.state import (

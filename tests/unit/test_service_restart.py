@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from trainmedic.core.model import Action, Category
-from trainmedic.schedulers.base import JobState
+from trainmedic.core.states import JobState
 from trainmedic.schedulers.fake import FakeScheduler
 from trainmedic.service.config.sections import Config, ServiceConfig
 from trainmedic.service.loop import Service

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from trainmedic.core.errors import SchedulerError, SchedulerUnavailable
-from trainmedic.schedulers.base import JobState, NodeState, SchedulerAdapter
+from trainmedic.core.states import JobState, NodeState
+from trainmedic.schedulers.base import SchedulerAdapter
 from trainmedic.schedulers.slurm.runner import CompletedCommand, FakeRunner, SshRunner
 from trainmedic.schedulers.slurm.scheduler import SlurmScheduler
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from trainmedic.core.errors import SchedulerError
-from trainmedic.schedulers.base import JobInfo, JobState, NodeState
+from trainmedic.core.states import JobState, NodeState
+from trainmedic.schedulers.base import JobInfo
 from trainmedic.schedulers.slurm.parse import (
     decode_exit_code,
     parse_sinfo_json,

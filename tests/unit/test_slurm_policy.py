@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from trainmedic.core.errors import ConfigError
-from trainmedic.schedulers.base import JobInfo, JobState, NodeInfo, NodeState
+from trainmedic.core.states import JobState, NodeState
+from trainmedic.schedulers.base import JobInfo, NodeInfo
 from trainmedic.schedulers.slurm.policy import parse_job_policy, plan_exclusion, select_watched
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from trainmedic.core.errors import SchedulerError
-from trainmedic.schedulers.base import JobState, NodeState
+from trainmedic.core.states import JobState, NodeState
 from trainmedic.schedulers.slurm.scontrol import (
     parse_scontrol_job,
     parse_scontrol_node,

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from trainmedic.core.model import Category
 from trainmedic.core.observations import TelemetrySample
-from trainmedic.sources.dcgm import (
+from trainmedic.core.telemetry import (
     DBE_VOLATILE,
     GPU_TEMP,
     NVLINK_ERRORS,
     ROW_REMAP_FAILURE,
     XID,
-    parse_exposition,
+    remember,
+    telemetry_to_events,
 )
-from trainmedic.sources.telemetry import remember, telemetry_to_events
+from trainmedic.sources.dcgm import parse_exposition
 
 
 def sample(metric: str, value: float, gpu: str = "0") -> TelemetrySample:

@@ -41,7 +41,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from trainmedic.core.model import Action
-from trainmedic.schedulers.base import JobState
+from trainmedic.core.states import JobState
 from trainmedic.store import (
     AdviceRecord,
     AdviceStatus,

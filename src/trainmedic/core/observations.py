@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainmedic.core.model import EvidenceSource
-from trainmedic.schedulers.base import JobState, NodeState
+from trainmedic.core.states import JobState, NodeState
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 
-from trainmedic.sources.dcgm import (
+from trainmedic.core.telemetry import (
     DBE_AGGREGATE,
     DBE_VOLATILE,
     GPU_TEMP,

@@ -18,14 +18,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, cast
 
-from trainmedic.core.attribute.advice import advise
-from trainmedic.core.attribute.facts import JobFacts, ProgressSummary
+from trainmedic.core.attribute.facts import JobFacts
 from trainmedic.core.attribute.verdict import attribute
 from trainmedic.core.errors import InputError
 from trainmedic.core.logparse.elastic import ChildFailure
 from trainmedic.core.logparse.prefix import REFERENCE_YEAR, parse_prefix
 from trainmedic.core.logparse.scan import FileScan, ScanLimits, scan_lines
+from trainmedic.core.logparse.summary import ProgressSummary
 from trainmedic.core.model import Advice, Event, Verdict
+from trainmedic.core.policy.context import PolicyContext
+from trainmedic.core.policy.decide import decide
 
 MAX_FILES = 512
 _SKIP_SUFFIXES = (".pt", ".pth", ".ckpt", ".safetensors", ".bin", ".npy", ".npz", ".so", ".zip")
@@ -177,7 +179,7 @@ def _combine(source: str, scans: list[FileScan], skipped: tuple[str, ...]) -> An
     return AnalysisResult(
         source=source,
         verdict=verdict,
-        advice=advise(verdict),
+        advice=decide(verdict, PolicyContext.offline(str(source))),
         files=tuple(s.path for s in scans),
         lines=sum(s.lines for s in scans),
         progress=progress,

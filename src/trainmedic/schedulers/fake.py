@@ -12,13 +12,12 @@ import time
 from collections.abc import Sequence
 
 from trainmedic.core.errors import SchedulerError
+from trainmedic.core.states import JobState, NodeState
 from trainmedic.schedulers.base import (
     DRAIN_REASON_PREFIX,
     ClusterSnapshot,
     JobInfo,
-    JobState,
     NodeInfo,
-    NodeState,
 )
 
 

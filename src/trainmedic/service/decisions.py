@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 from trainmedic.core.engine.engine import Finding
 from trainmedic.core.errors import ConfigError
+from trainmedic.core.policy.config import PolicyConfig
 from trainmedic.core.policy.decide import decide
 from trainmedic.schedulers.base import ClusterSnapshot
 from trainmedic.service.config.loader import apply_policy_overrides
-from trainmedic.service.config.sections import Config, PolicyConfig
+from trainmedic.service.config.sections import Config
 from trainmedic.service.policy_context import build_context
 from trainmedic.store import AdviceMode, AdviceRecord, Store
 

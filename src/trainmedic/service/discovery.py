@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainmedic.core.errors import ConfigError
+from trainmedic.core.policy.config import PolicyConfig
 from trainmedic.schedulers.base import JobInfo
 from trainmedic.schedulers.slurm.policy import parse_job_policy
 from trainmedic.service.config.loader import apply_policy_overrides
-from trainmedic.service.config.sections import PolicyConfig, WatchConfig
+from trainmedic.service.config.sections import WatchConfig
 from trainmedic.store import JobSpec
 
 log = logging.getLogger(__name__)

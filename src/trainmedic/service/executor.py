@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 from trainmedic.core.errors import SchedulerError
 from trainmedic.core.model import Action
-from trainmedic.schedulers.base import ClusterSnapshot, JobInfo, JobState, SchedulerAdapter
+from trainmedic.core.states import JobState
+from trainmedic.schedulers.base import ClusterSnapshot, JobInfo, SchedulerAdapter
 from trainmedic.store import AdviceRecord, AdviceStatus, Store
 
 log = logging.getLogger(__name__)

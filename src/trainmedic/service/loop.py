@@ -28,7 +28,8 @@ from trainmedic.core.observations import (
     Observation,
     Progress,
 )
-from trainmedic.schedulers.base import ClusterSnapshot, JobState, SchedulerAdapter
+from trainmedic.core.states import JobState
+from trainmedic.schedulers.base import ClusterSnapshot, SchedulerAdapter
 from trainmedic.service.config.sections import Config
 from trainmedic.service.decisions import Decision, DecisionRecorder
 from trainmedic.service.discovery import discover

@@ -16,9 +16,10 @@ from collections.abc import Sequence
 
 from trainmedic.core.engine.engine import Finding
 from trainmedic.core.model import Category
+from trainmedic.core.policy.config import PolicyConfig
 from trainmedic.core.policy.context import AttemptRecord, PolicyContext
-from trainmedic.schedulers.base import ClusterSnapshot, NodeState
-from trainmedic.service.config.sections import PolicyConfig
+from trainmedic.core.states import NodeState
+from trainmedic.schedulers.base import ClusterSnapshot
 from trainmedic.store import AttemptRecord as StoredAttempt
 from trainmedic.store import IncidentRecord, Store
 

@@ -16,31 +16,9 @@ import urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 
 from trainmedic.core.observations import Observation, SourceStale, TelemetrySample
+from trainmedic.core.telemetry import WATCHED
 from trainmedic.sources.lines import Clock
 
-XID = "DCGM_FI_DEV_XID_ERRORS"  # gauge: the last Xid seen (0: none)
-DBE_VOLATILE = "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"
-DBE_AGGREGATE = "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL"
-ROW_REMAP_FAILURE = "DCGM_FI_DEV_ROW_REMAP_FAILURE"
-NVLINK_ERRORS = (
-    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
-    "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
-    "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
-    "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
-)
-THERMAL_VIOLATION = "DCGM_FI_DEV_THERMAL_VIOLATION"
-GPU_TEMP = "DCGM_FI_DEV_GPU_TEMP"
-WATCHED = frozenset(
-    {
-        XID,
-        DBE_VOLATILE,
-        DBE_AGGREGATE,
-        ROW_REMAP_FAILURE,
-        THERMAL_VIOLATION,
-        GPU_TEMP,
-        *NVLINK_ERRORS,
-    }
-)
 GPU_LABELS = ("gpu", "UUID", "pci_bus_id")
 """Labels naming the GPU, in order of preference (dcgm-exporter sets all three)."""
 

@@ -37,8 +37,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from trainmedic.core.attribute.culprit import collective_position, first_real_failure
-from trainmedic.core.attribute.facts import ProgressSummary
 from trainmedic.core.logparse.elastic import SIGKILL_EXITS, ChildFailure
+from trainmedic.core.logparse.summary import ProgressSummary
 from trainmedic.core.model import Category, Event, Kind
 
 SETUP_COLLECTIVES = 100

@@ -10,35 +10,41 @@ from __future__ import annotations
 
 import functools
 import re
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
 
 from trainmedic.core.errors import ConfigError
 from trainmedic.core.model import Category, Event
+from trainmedic.core.tomlschema import build, parse_toml
 
-_KEYS = frozenset(
-    {
-        "id",
-        "text",
-        "not_text",
-        "signature",
-        "category_in",
-        "near",
-        "with_event",
-        "with_xid",
-        "category",
-        "confidence",
-        "basis",
-        "example",
-        "example_event",
-        "example_near",
-    }
-)
-_REQUIRED = frozenset({"id", "category", "confidence", "basis", "example"})
 _EVIDENCE = ("near", "with_event", "with_xid")
+_REGEX_KEYS = ("text", "not_text", "signature", "near", "with_event")
+
+
+@dataclass(frozen=True, slots=True)
+class _RuleEntry:
+    """One ``[[rule]]`` table as written (see ``tomlschema``); regexes still text."""
+
+    id: str
+    category: Category
+    confidence: float
+    basis: str
+    example: str
+    text: str | None = None
+    not_text: str | None = None
+    signature: str | None = None
+    category_in: frozenset[Category] | None = None
+    near: str | None = None
+    with_event: str | None = None
+    with_xid: frozenset[int] = frozenset()
+    example_event: str = ""
+    example_near: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _RulesFile:
+    rule: tuple[_RuleEntry, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,62 +95,42 @@ class ContextRule:
         return None
 
 
-def _compile(rule_id: str, key: str, value: Any) -> re.Pattern[str]:
-    if not isinstance(value, str):
-        raise ConfigError(f"context rule {rule_id}: {key} must be a regex string")
+def _compile(origin: str, rule_id: str, key: str, value: str) -> re.Pattern[str]:
     try:
         return re.compile(value)
     except re.error as exc:
-        raise ConfigError(f"context rule {rule_id}: bad {key} regex: {exc}") from exc
+        raise ConfigError(f"{origin}: rule {rule_id}: bad {key} regex: {exc}") from exc
 
 
 def parse_rules(text: str, origin: str = "context_rules.toml") -> tuple[ContextRule, ...]:
     """Parse and validate the table; unknown keys fail fast and list the valid ones."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{origin}: {exc}") from exc
+    entries = build(_RulesFile, parse_toml(text, origin), origin).rule
     rules: list[ContextRule] = []
     seen: set[str] = set()
-    for raw in data.get("rule", []):
-        rule_id = str(raw.get("id", "?"))
-        unknown = set(raw) - _KEYS
-        if unknown:
-            raise ConfigError(
-                f"{origin}: rule {rule_id}: unknown keys {sorted(unknown)}; valid: {sorted(_KEYS)}"
-            )
-        missing = _REQUIRED - set(raw)
-        if missing or not any(k in raw for k in _EVIDENCE):
-            raise ConfigError(f"{origin}: rule {rule_id}: missing {sorted(missing) or 'evidence'}")
-        if rule_id in seen:
-            raise ConfigError(f"{origin}: duplicate rule id {rule_id}")
-        seen.add(rule_id)
-        try:
-            category = Category(raw["category"])
-            category_in = (
-                frozenset(Category(c) for c in raw["category_in"]) if "category_in" in raw else None
-            )
-        except ValueError as exc:
-            raise ConfigError(f"{origin}: rule {rule_id}: {exc}") from exc
-        confidence = float(raw["confidence"])
-        if not 0.0 <= confidence <= 1.0:
-            raise ConfigError(f"{origin}: rule {rule_id}: confidence outside [0, 1]")
+    for raw in entries:
+        if not any(getattr(raw, k) for k in _EVIDENCE):
+            raise ConfigError(f"{origin}: rule {raw.id}: missing evidence ({', '.join(_EVIDENCE)})")
+        if raw.id in seen:
+            raise ConfigError(f"{origin}: duplicate rule id {raw.id}")
+        seen.add(raw.id)
+        if not 0.0 <= raw.confidence <= 1.0:
+            raise ConfigError(f"{origin}: rule {raw.id}: confidence outside [0, 1]")
         patterns = {
-            k: _compile(rule_id, k, raw[k])
-            for k in ("text", "not_text", "signature", "near", "with_event")
-            if k in raw
+            k: _compile(origin, raw.id, k, getattr(raw, k))
+            for k in _REGEX_KEYS
+            if getattr(raw, k) is not None
         }
         rules.append(
             ContextRule(
-                id=rule_id,
-                category=category,
-                confidence=confidence,
-                basis=str(raw["basis"]),
-                category_in=category_in,
-                with_xid=frozenset(int(x) for x in raw.get("with_xid", [])),
-                example=str(raw["example"]),
-                example_event=str(raw.get("example_event", "")),
-                example_near=str(raw.get("example_near", "")),
+                id=raw.id,
+                category=raw.category,
+                confidence=raw.confidence,
+                basis=raw.basis,
+                category_in=raw.category_in,
+                with_xid=raw.with_xid,
+                example=raw.example,
+                example_event=raw.example_event,
+                example_near=raw.example_near,
                 **patterns,
             )
         )

@@ -28,7 +28,7 @@ from trainmedic.core.detect.stats import quantile
 from trainmedic.core.detect.straggler import RankTiming, check_straggler
 from trainmedic.core.model import Event
 from trainmedic.core.observations import CheckpointSaved, JobStatus, Observation, Progress
-from trainmedic.schedulers.base import JobState
+from trainmedic.core.states import JobState
 
 
 class _RankWindow:

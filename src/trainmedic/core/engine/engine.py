@@ -47,8 +47,8 @@ from trainmedic.core.observations import (
     TelemetrySample,
 )
 from trainmedic.core.signatures.matcher import Matcher, default_matcher
-from trainmedic.schedulers.base import JobState, NodeState
-from trainmedic.sources.telemetry import telemetry_to_events
+from trainmedic.core.states import JobState, NodeState
+from trainmedic.core.telemetry import telemetry_to_events
 
 __all__ = ["Engine", "Finding"]
 

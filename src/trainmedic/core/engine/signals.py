@@ -23,7 +23,7 @@ from trainmedic.core.model import (
     Verdict,
 )
 from trainmedic.core.observations import JobStatus, NodeStatus
-from trainmedic.schedulers.base import JobState, NodeState
+from trainmedic.core.states import JobState, NodeState
 
 # The attempt banner the trainer and the local backend print at every (re)start
 # ("trainer start attempt=2 ...", "==== <time> trainmedic-local job=7 attempt=2 ...").

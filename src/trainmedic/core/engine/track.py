@@ -12,7 +12,7 @@ from trainmedic.core.detect.config import DetectorConfig
 from trainmedic.core.detect.state import JobDetectorState
 from trainmedic.core.model import Event, Verdict
 from trainmedic.core.observations import Progress
-from trainmedic.schedulers.base import JobState
+from trainmedic.core.states import JobState
 
 # Evidence kept per job and per node: enough for any real failure burst, bounded memory.
 MAX_JOB_EVENTS = 2000

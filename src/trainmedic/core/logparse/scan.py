@@ -17,9 +17,9 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from trainmedic.core.attribute.facts import ProgressSummary
 from trainmedic.core.logparse.elastic import ChildFailure, ChildFailureTracker
 from trainmedic.core.logparse.prefix import REFERENCE_YEAR, full_date_year, parse_prefix
+from trainmedic.core.logparse.summary import ProgressSummary
 from trainmedic.core.logparse.traceback import START as TRACEBACK_START
 from trainmedic.core.logparse.traceback import TracebackTracker
 from trainmedic.core.logparse.tracker import ProgressTracker

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections import deque
 
-from trainmedic.core.attribute.facts import ProgressSummary
 from trainmedic.core.logparse.checkpoint import parse_checkpoint
 from trainmedic.core.logparse.prefix import parse_prefix
 from trainmedic.core.logparse.progress import ProgressLine, parse_progress
+from trainmedic.core.logparse.summary import ProgressSummary
 
 
 class ProgressTracker:

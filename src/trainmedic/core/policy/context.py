@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from trainmedic.core.model import Category, Verdict
-from trainmedic.service.config.sections import PolicyConfig
+from trainmedic.core.policy.config import PolicyConfig
 
 _EMPTY: Mapping[str, int] = MappingProxyType({})
 _EMPTY_BUDGET: Mapping[Category, int] = MappingProxyType({})
@@ -63,13 +63,30 @@ class PolicyContext:
     node_history: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
     current_nodes: tuple[str, ...] = ()  # the nodes the failing attempt ran on
     healthy_spares: tuple[str, ...] = ()  # idle, healthy, undrained nodes not in current_nodes
-    cluster_size: int = 0  # nodes in the cluster (the circuit breaker's denominator)
+    # Nodes in the cluster (the circuit breaker's denominator); None: no cluster is known
+    # (``analyze`` reading a finished job's files), so there is nothing to break.
+    cluster_size: int | None = 0
     recent_drains: int = 0  # drains trainmedic made within policy.drain_window_s
     config: PolicyConfig = field(default_factory=PolicyConfig)  # the job's [policy]
     # The application error's confirmation retry runs on other nodes when spares allow.
     confirm_on_other_nodes: bool = True
     # A straggler's slow node is excluded by a restart (otherwise it is only reported).
     restart_on_straggler: bool = False
+    # A first application error gets a confirmation retry (the service). ``analyze`` reads
+    # a log after the fact, with no later attempt to watch: a confident verdict stops there.
+    confirm_application_errors: bool = True
+
+    @classmethod
+    def offline(cls, job_id: str = "") -> PolicyContext:
+        """What ``analyze`` knows besides the verdict: nothing of the job's history or the
+        cluster; stop advice is meant to be acted on."""
+        return cls(
+            job_id=job_id,
+            cluster_size=None,
+            config=PolicyConfig(stop_enforcement=True),
+            confirm_on_other_nodes=False,
+            confirm_application_errors=False,
+        )
 
     @property
     def progressed(self) -> bool:

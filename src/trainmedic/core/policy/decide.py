@@ -17,6 +17,26 @@
 Every Advice carries a ``basis`` saying which rule decided and why (NVRx's decision_basis).
 A stop is advised whatever ``stop_enforcement`` says; the basis notes when enforcement is off
 (the executor then records it and leaves the job to its owner).
+
+The same function advises ``analyze`` (with ``PolicyContext.offline()``: no history, no
+cluster) and the service, so one verdict gets one answer. Its table, for a first failure:
+
+=====================================  ====================  ===================================
+Verdict                                Action                Nodes
+=====================================  ====================  ===================================
+no failure                             none
+hardware, nodes implicated             restart_excluding     exclude the implicated nodes; drain
+                                                             them only on strong system-source
+                                                             evidence (kernel log, telemetry,
+                                                             scheduler), never on app stdout
+hardware, no node named                restart
+any guess (confidence < 0.5)           restart               too unsure to shrink or stop a job
+application, confident                 restart (service:     offline, where no retry follows:
+                                       confirmation retry)   stop
+scheduler (preemption, time limit)     restart               spends no budget
+system software                        restart(_excluding)   the node it names, never drained
+storage, unknown                       restart               the retry budget stops a loop
+=====================================  ====================  ===================================
 """
 
 from __future__ import annotations
@@ -69,6 +89,10 @@ def same_failure(verdict: Verdict, context: PolicyContext) -> AttemptRecord | No
     return None
 
 
+STOP_CONFIDENCE = 0.5
+"""Below this, a verdict is a guess: it neither stops a job nor shrinks it."""
+
+
 def decide(verdict: Verdict, context: PolicyContext) -> Advice:
     cfg = context.config
     cat = verdict.category
@@ -109,7 +133,22 @@ def decide(verdict: Verdict, context: PolicyContext) -> Advice:
         else "progress since the previous failure: no retry budget spent"
     )
     if cat is Category.APPLICATION:
+        if verdict.confidence < STOP_CONFIDENCE:
+            return Advice(
+                Action.RESTART,
+                f"{what}; {budget_note}; application cause suspected but not certain: restart",
+            )
+        if not context.confirm_application_errors:
+            return _stop(
+                context, f"{what}: deterministic application error, a restart would repeat it"
+            )
         return _confirmation_retry(context, f"{what}; {budget_note}", verdict.implicated.nodes)
+    if cat.is_hardware() and verdict.confidence < STOP_CONFIDENCE:
+        return Advice(
+            Action.RESTART,
+            f"{what}; {budget_note}; suspected with low confidence: restart on the same nodes "
+            "and watch",
+        )
     if cat.is_hardware() or cat in (Category.SYSTEM_SOFTWARE, Category.UNKNOWN):
         isolation = choose_isolation(
             verdict,

@@ -87,7 +87,7 @@ def choose_isolation(
     if drain and not cfg.drain_enabled:
         notes.append(f"draining disabled by config: {', '.join(drain)} only excluded")
         drain = []
-    if drain:
+    if drain and context.cluster_size is not None:
         allowed = max(
             0, math.floor(cfg.max_drain_fraction * context.cluster_size) - context.recent_drains
         )

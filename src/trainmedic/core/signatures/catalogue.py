@@ -30,15 +30,14 @@ from __future__ import annotations
 
 import functools
 import re
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar
 
 from trainmedic.core.errors import ConfigError
 from trainmedic.core.model import ActionHint, Category, Kind, Role
+from trainmedic.core.tomlschema import build, parse_toml
 
 ALLOWED_GROUPS = frozenset(
     {
@@ -61,27 +60,7 @@ ALLOWED_GROUPS = frozenset(
     }
 )
 
-_SIGNATURE_KEYS = frozenset(
-    {
-        "id",
-        "patterns",
-        "category",
-        "kind",
-        "role",
-        "action_hint",
-        "strong",
-        "keywords",
-        "examples",
-        "counter_examples",
-        "description",
-    }
-)
-_REQUIRED_SIGNATURE_KEYS = _SIGNATURE_KEYS - {"counter_examples"}
-_XID_KEYS = frozenset({"codes", "name", "category", "kind", "role", "action_hint", "strong"})
-_TOP_KEYS = frozenset({"signature", "include", "xid", "xid_default", "healthy_lines"})
-_REQUIRED_TOP_KEYS = frozenset({"xid", "xid_default"})
 _INCLUDE_NAME = re.compile(r"^[\w.-]+\.toml$")
-_E = TypeVar("_E", Category, Kind, Role, ActionHint)
 _ID_SHAPE = re.compile(r"^[a-z0-9_]+(?:\.[a-z0-9_]+)+$")
 
 
@@ -98,21 +77,21 @@ class Signature:
     strong: bool
     keywords: tuple[str, ...]
     examples: tuple[str, ...]
-    counter_examples: tuple[str, ...]
     description: str
+    counter_examples: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class XidRule:
     """What one NVIDIA Xid number means for the node and the job (NVSentinel's buckets)."""
 
-    codes: tuple[int, ...]
     name: str
     category: Category
     kind: Kind
     role: Role
     action_hint: ActionHint
     strong: bool
+    codes: tuple[int, ...] = ()  # empty only in xid_default
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,103 +146,65 @@ def _default_catalogue() -> Catalogue:
     return parse_catalogue(read("catalogue.toml"), "catalogue.toml", read)
 
 
+@dataclass(frozen=True, slots=True)
+class _CatalogueFile:
+    """The main file's schema (see ``tomlschema``)."""
+
+    xid: tuple[XidRule, ...]
+    xid_default: XidRule
+    signature: tuple[Signature, ...] = ()
+    include: tuple[str, ...] = ()
+    healthy_lines: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _PartFile:
+    """An included file's schema: signatures only."""
+
+    signature: tuple[Signature, ...]
+
+
 def parse_catalogue(
     text: str, origin: str, read_include: Callable[[str], str] | None = None
 ) -> Catalogue:
     """Parse catalogue TOML ``text``; ``origin`` names it in error messages. ``read_include``
     returns the text of a file named in ``include`` (which holds only [[signature]] tables)."""
-    data = _parse_toml(text, origin)
-    _check_keys(data, _TOP_KEYS, _REQUIRED_TOP_KEYS, origin)
-    parts = [(origin, data)]
-    for name in _str_list(data, "include", origin, required=False):
+    main = build(_CatalogueFile, parse_toml(text, origin), origin)
+    signatures = list(main.signature)
+    for name in main.include:
         if not _INCLUDE_NAME.match(name) or read_include is None:
             raise ConfigError(f"{origin}: cannot include {name!r} (a sibling *.toml file name)")
-        part = _parse_toml(read_include(name), name)
-        _check_keys(part, frozenset({"signature"}), frozenset({"signature"}), name)
-        parts.append((name, part))
-    signatures = tuple(
-        _parse_signature(entry, f"{name}: signature #{i + 1}")
-        for name, part in parts
-        for i, entry in enumerate(_table_list(part, "signature", name, required=False))
-    )
+        signatures += build(_PartFile, parse_toml(read_include(name), name), name).signature
     seen: set[str] = set()
     for signature in signatures:
+        _check_signature(signature, origin)
         if signature.id in seen:
             raise ConfigError(f"{origin}: duplicate signature id {signature.id!r}")
         seen.add(signature.id)
-    xid_rules = tuple(
-        _parse_xid(entry, f"{origin}: xid #{i + 1}", with_codes=True)
-        for i, entry in enumerate(_table_list(data, "xid", origin))
-    )
-    codes = [code for rule in xid_rules for code in rule.codes]
+    for i, rule in enumerate(main.xid):
+        if not rule.codes:
+            raise ConfigError(f"{origin}: xid #{i + 1}: codes must be a non-empty list")
+    if main.xid_default.codes:
+        raise ConfigError(f"{origin}: xid_default: unknown key 'codes'")
+    codes = [code for rule in main.xid for code in rule.codes]
     if len(codes) != len(set(codes)):
         raise ConfigError(f"{origin}: an Xid number appears in two xid rules")
-    default = data["xid_default"]
-    if not isinstance(default, dict):
-        raise ConfigError(f"{origin}: xid_default must be a table")
-    xid_default = _parse_xid(default, f"{origin}: xid_default", with_codes=False)
-    healthy = tuple(_str_list(data, "healthy_lines", origin, required=False))
-    return Catalogue(signatures, xid_rules, xid_default, healthy)
+    return Catalogue(tuple(signatures), main.xid, main.xid_default, main.healthy_lines)
 
 
-def _parse_signature(entry: dict[str, Any], where: str) -> Signature:
-    sig_id = entry.get("id")
-    if isinstance(sig_id, str):
-        where = f"{where} ({sig_id})"
-    _check_keys(entry, _SIGNATURE_KEYS, _REQUIRED_SIGNATURE_KEYS, where)
-    if not isinstance(sig_id, str) or not _ID_SHAPE.match(sig_id):
+def _check_signature(signature: Signature, origin: str) -> None:
+    """What the schema cannot say: id shape, non-empty lists, regexes, keyword text."""
+    where = f"{origin}: signature {signature.id!r}"
+    if not _ID_SHAPE.match(signature.id):
         raise ConfigError(f"{where}: id must be dotted lowercase like 'nccl.watchdog_timeout'")
-    patterns = tuple(_str_list(entry, "patterns", where))
-    keywords = tuple(_str_list(entry, "keywords", where))
-    examples = tuple(_str_list(entry, "examples", where))
-    if not patterns or not keywords or not examples:
+    if not signature.patterns or not signature.keywords or not signature.examples:
         raise ConfigError(f"{where}: patterns, keywords and examples must be non-empty")
-    for pattern in patterns:
+    for pattern in signature.patterns:
         _check_pattern(pattern, where)
-    for keyword in keywords:
+    for keyword in signature.keywords:
         # The matcher compares keywords with digits deleted (see matcher.py): keep some text.
         if not keyword.strip("0123456789 "):
             raise ConfigError(f"{where}: keyword {keyword!r} needs a character other than digits")
-    strong = entry["strong"]
-    description = entry["description"]
-    if not isinstance(strong, bool) or not isinstance(description, str):
-        raise ConfigError(f"{where}: strong must be a boolean and description a string")
-    return Signature(
-        id=sig_id,
-        patterns=patterns,
-        category=_enum(Category, entry, "category", where),
-        kind=_enum(Kind, entry, "kind", where),
-        role=_enum(Role, entry, "role", where),
-        action_hint=_enum(ActionHint, entry, "action_hint", where),
-        strong=strong,
-        keywords=keywords,
-        examples=examples,
-        counter_examples=tuple(_str_list(entry, "counter_examples", where, required=False)),
-        description=description,
-    )
-
-
-def _parse_xid(entry: dict[str, Any], where: str, *, with_codes: bool) -> XidRule:
-    keys = _XID_KEYS if with_codes else _XID_KEYS - {"codes"}
-    _check_keys(entry, keys, keys, where)
-    codes: tuple[int, ...] = ()
-    if with_codes:
-        raw = entry["codes"]
-        if not isinstance(raw, list) or not raw or not all(type(c) is int for c in raw):
-            raise ConfigError(f"{where}: codes must be a non-empty list of integers")
-        codes = tuple(raw)
-    name, strong = entry["name"], entry["strong"]
-    if not isinstance(name, str) or not isinstance(strong, bool):
-        raise ConfigError(f"{where}: name must be a string and strong a boolean")
-    return XidRule(
-        codes=codes,
-        name=name,
-        category=_enum(Category, entry, "category", where),
-        kind=_enum(Kind, entry, "kind", where),
-        role=_enum(Role, entry, "role", where),
-        action_hint=_enum(ActionHint, entry, "action_hint", where),
-        strong=strong,
-    )
 
 
 def _check_pattern(pattern: str, where: str) -> None:
@@ -277,46 +218,3 @@ def _check_pattern(pattern: str, where: str) -> None:
             f"{where}: unknown capture group(s) {sorted(unknown)};"
             f" allowed: {sorted(ALLOWED_GROUPS)}"
         )
-
-
-def _check_keys(
-    entry: dict[str, Any], allowed: frozenset[str], required: frozenset[str], where: str
-) -> None:
-    unknown = set(entry) - allowed
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; valid: {sorted(allowed)}")
-    missing = required - set(entry)
-    if missing:
-        raise ConfigError(f"{where}: missing key(s) {sorted(missing)}")
-
-
-def _enum(enum: type[_E], entry: dict[str, Any], key: str, where: str) -> _E:
-    value = entry[key]
-    try:
-        return enum(value)
-    except ValueError:
-        valid = ", ".join(member.value for member in enum)
-        raise ConfigError(f"{where}: {key} {value!r} is not one of: {valid}") from None
-
-
-def _str_list(data: dict[str, Any], key: str, where: str, *, required: bool = True) -> list[str]:
-    value = data.get(key, None if required else [])
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise ConfigError(f"{where}: {key} must be a list of strings")
-    return value
-
-
-def _parse_toml(text: str, origin: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{origin}: invalid TOML: {exc}") from exc
-
-
-def _table_list(
-    data: dict[str, Any], key: str, origin: str, *, required: bool = True
-) -> list[dict[str, Any]]:
-    value = data.get(key, None if required else [])
-    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
-        raise ConfigError(f"{origin}: {key} must be an array of tables ([[{key}]])")
-    return value

@@ -41,11 +41,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from trainmedic.core.errors import SchedulerError
+from trainmedic.core.states import JobState
 from trainmedic.schedulers.base import (
     DRAIN_REASON_PREFIX,
     ClusterSnapshot,
     JobInfo,
-    JobState,
     SchedulerAdapter,
 )
 from trainmedic.schedulers.local import launch as proc

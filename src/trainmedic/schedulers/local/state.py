@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainmedic.schedulers.base import JobInfo, JobState, NodeInfo, NodeState
+from trainmedic.core.states import JobState, NodeState
+from trainmedic.schedulers.base import JobInfo, NodeInfo
 
 STATE_VERSION = 1
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainmedic.core.errors import SchedulerError
-from trainmedic.schedulers.base import JobInfo, JobState, NodeInfo, NodeState
+from trainmedic.core.states import JobState, NodeState
+from trainmedic.schedulers.base import JobInfo, NodeInfo
 from trainmedic.schedulers.slurm.hostlist import HostlistError, expand_hostlist
 
 _JOB_STATES: dict[str, JobState] = {s.value: s for s in JobState}

@@ -18,7 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from trainmedic.core.errors import SchedulerError
-from trainmedic.schedulers.base import DRAIN_REASON_PREFIX, ClusterSnapshot, JobInfo, JobState
+from trainmedic.core.states import JobState
+from trainmedic.schedulers.base import DRAIN_REASON_PREFIX, ClusterSnapshot, JobInfo
 from trainmedic.schedulers.slurm.hostlist import join_hostlist, validate_node_name
 from trainmedic.schedulers.slurm.parse import parse_sinfo_json, parse_sinfo_nodes, parse_squeue_json
 from trainmedic.schedulers.slurm.policy import ExclusionPlan, plan_exclusion

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 
 from trainmedic.core.errors import SchedulerError
-from trainmedic.schedulers.base import JobState, NodeState
+from trainmedic.core.states import JobState, NodeState
 from trainmedic.schedulers.slurm.hostlist import HostlistError, expand_hostlist
 from trainmedic.schedulers.slurm.parse import HELD_REASONS, job_state
 

@@ -29,6 +29,7 @@ ones, wrong types fail, both as one-line ``ConfigError`` naming the file and key
 
 from __future__ import annotations
 
+from trainmedic.core.policy.config import PolicyConfig, RetryBudgets
 from trainmedic.service.config.loader import (
     STATE_DIR_ENV,
     TOKEN_ENV,
@@ -39,8 +40,6 @@ from trainmedic.service.config.loader import (
 from trainmedic.service.config.sections import (
     Config,
     LocalConfig,
-    PolicyConfig,
-    RetryBudgets,
     SchedulerConfig,
     ServiceConfig,
     SlurmConfig,

@@ -1,4 +1,5 @@
-"""TOML -> frozen dataclasses, strictly: unknown keys and wrong types fail on load.
+"""The service config file: read, validated by ``core.tomlschema`` (unknown keys and wrong
+types fail on load), then resolved against the environment.
 
 The walk is generic over the dataclasses in ``sections`` (their type hints are the schema),
 so the documented fields and what the loader accepts cannot drift apart. Every error is one
@@ -12,15 +13,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
-import typing
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any
 
 from trainmedic.core.errors import ConfigError
-from trainmedic.service.config.sections import DB_FILE_NAME, Config, PolicyConfig, ServiceConfig
-
-T = TypeVar("T")
+from trainmedic.core.policy.config import PolicyConfig
+from trainmedic.core.tomlschema import as_plain_dict, build
+from trainmedic.service.config.sections import DB_FILE_NAME, Config, ServiceConfig
 
 TOKEN_ENV = "TRAINMEDIC_API_TOKEN"
 STATE_DIR_ENV = "TRAINMEDIC_STATE_DIR"
@@ -49,87 +49,13 @@ def apply_policy_overrides(
 ) -> PolicyConfig:
     """A job's policy: ``policy`` with the keys of ``overrides`` (same names and types as the
     ``[policy]`` section, ``retry_budget`` as a table) replaced. Raises ConfigError."""
-    merged = _as_plain_dict(policy)
+    merged = as_plain_dict(policy)
     for key, value in overrides.items():
         if key == "retry_budget" and isinstance(value, Mapping):
             merged[key] = {**merged[key], **value}
         else:
             merged[key] = value
     return build(PolicyConfig, merged, source, prefix="policy.")
-
-
-def build(cls: type[T], table: Mapping[str, Any], source: str, prefix: str = "") -> T:
-    """Build dataclass ``cls`` from a TOML table, checking keys and types field by field."""
-    hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
-    for key in table:
-        if key not in names:
-            raise ConfigError(
-                f"{source}: unknown key '{prefix}{key}'; valid keys: {', '.join(names)}"
-            )
-    values = {
-        name: _convert(hints[name], table[name], f"{prefix}{name}", source)
-        for name in names
-        if name in table
-    }
-    try:
-        return cls(**values)
-    except ValueError as error:
-        raise ConfigError(f"{source}: {error}") from error
-
-
-def _convert(hint: Any, value: Any, key: str, source: str) -> Any:
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        if not isinstance(value, Mapping):
-            raise _type_error(source, key, "a table", value)
-        return build(hint, value, source, prefix=f"{key}.")
-    origin = typing.get_origin(hint)
-    if origin is Literal:
-        allowed = typing.get_args(hint)
-        if value not in allowed:
-            choices = " | ".join(repr(a) for a in allowed)
-            raise ConfigError(f"{source}: {key} must be one of {choices}, got {value!r}")
-        return value
-    if origin is tuple:
-        (item,) = typing.get_args(hint)[:1]
-        if not isinstance(value, list):
-            raise _type_error(source, key, "an array", value)
-        return tuple(_convert(item, v, f"{key}[{i}]", source) for i, v in enumerate(value))
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise _type_error(source, key, "true or false", value)
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise _type_error(source, key, "an integer", value)
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise _type_error(source, key, "a number", value)
-        return float(value)
-    if hint is str:
-        if not isinstance(value, str):
-            raise _type_error(source, key, "a string", value)
-        return value
-    raise ConfigError(f"{source}: {key}: unsupported config type {hint!r}")  # a code bug
-
-
-def _type_error(source: str, key: str, expected: str, value: Any) -> ConfigError:
-    return ConfigError(f"{source}: {key} must be {expected}, got {type(value).__name__} {value!r}")
-
-
-def _as_plain_dict(obj: Any) -> dict[str, Any]:
-    """A dataclass as TOML-shaped data (tuples as lists) that ``build`` accepts back."""
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        if dataclasses.is_dataclass(value):
-            out[f.name] = _as_plain_dict(value)
-        elif isinstance(value, tuple):
-            out[f.name] = list(value)
-        else:
-            out[f.name] = value
-    return out
 
 
 def _resolve(config: Config, env: Mapping[str, str]) -> Config:

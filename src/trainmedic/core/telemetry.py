@@ -17,12 +17,29 @@ from collections.abc import Iterable, Mapping
 
 from trainmedic.core.model import ActionHint, Category, Event, EvidenceSource, Kind, Role
 from trainmedic.core.observations import TelemetrySample
-from trainmedic.sources.dcgm import (
-    DBE_AGGREGATE,
-    DBE_VOLATILE,
-    NVLINK_ERRORS,
-    ROW_REMAP_FAILURE,
-    XID,
+
+XID = "DCGM_FI_DEV_XID_ERRORS"  # gauge: the last Xid seen (0: none)
+DBE_VOLATILE = "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"
+DBE_AGGREGATE = "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL"
+ROW_REMAP_FAILURE = "DCGM_FI_DEV_ROW_REMAP_FAILURE"
+NVLINK_ERRORS = (
+    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+)
+THERMAL_VIOLATION = "DCGM_FI_DEV_THERMAL_VIOLATION"
+GPU_TEMP = "DCGM_FI_DEV_GPU_TEMP"
+WATCHED = frozenset(
+    {
+        XID,
+        DBE_VOLATILE,
+        DBE_AGGREGATE,
+        ROW_REMAP_FAILURE,
+        THERMAL_VIOLATION,
+        GPU_TEMP,
+        *NVLINK_ERRORS,
+    }
 )
 
 TelemetryKey = tuple[str, str, str]
