@@ -40,6 +40,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from trainmedic.core.goodput import goodput
 from trainmedic.core.model import Action
 from trainmedic.core.states import JobState
 from trainmedic.store import (
@@ -57,29 +58,21 @@ _RESTARTS = (Action.RESTART, Action.RESTART_EXCLUDING)
 
 
 def job_goodput(job: JobRecord, attempts: Sequence[AttemptRecord], now: float) -> float | None:
-    """Productive time over wall time since registration, in [0, 1]; None if no wall time.
-
-    productive = sum over the job's attempts of (last_progress_at - first_progress_at): the
-    time each attempt spent between its first and its latest reported training step. Start-up,
-    queueing, detection and recovery time are therefore unproductive. Steps recomputed after
-    resuming from an older checkpoint count as productive (this is time spent training, not
-    ETTR's net progress).
-
-    wall = end - registered_at, where end is the last attempt's ``ended_at`` once the job is
-    in a terminal scheduler state, else ``now``.
-    """
-    productive = sum(
-        max(0.0, a.last_progress_at - a.first_progress_at)
-        for a in attempts
-        if a.first_progress_at is not None and a.last_progress_at is not None
-    )
+    """``core.goodput`` over the job's life: from registration to its end (the last
+    attempt's ``ended_at`` once the job is in a terminal scheduler state, else ``now``)."""
     end = now
     if _is_terminal(job.state) and attempts and attempts[-1].ended_at is not None:
         end = attempts[-1].ended_at
-    wall = end - job.registered_at
-    if wall <= 0:
-        return None
-    return min(1.0, max(0.0, productive / wall))
+    return goodput(progress_spans(attempts), job.registered_at, end)
+
+
+def progress_spans(attempts: Sequence[AttemptRecord]) -> list[tuple[float, float]]:
+    """Each attempt's (first, last) progress time, where both were seen."""
+    return [
+        (a.first_progress_at, a.last_progress_at)
+        for a in attempts
+        if a.first_progress_at is not None and a.last_progress_at is not None
+    ]
 
 
 def _is_terminal(state: str) -> bool:

@@ -10,9 +10,9 @@ Report format (Unix-time floats; None where a step did not happen)::
 ``injected_at`` is when the trainer fired the fault (the first rank's record in its
 ``faults.log``), or when the demo wrote the fault file if the trainer left no record.
 
-``goodput`` is the fraction of the demo's wall time that produced net training progress:
-(final iteration - iteration when the faults began) / steady rate / wall time. Work redone
-after a resume, time lost to detection, restart and the straggler all lower it.
+``goodput`` is ``core.goodput`` (the one definition, as in ``/metrics``) over the demo's
+fault window: the time attempts spent training between their first and latest step, over the
+window's wall time. Detection, restart and start-up lower it.
 """
 
 from __future__ import annotations
@@ -92,12 +92,6 @@ def report_entry(
         basis=advice.basis,
         detection_basis=incident.basis,
     )
-
-
-def goodput(net_iterations: int, steady_rate: float, wall_s: float) -> float:
-    if steady_rate <= 0 or wall_s <= 0:
-        return 0.0
-    return round(max(0.0, min(1.0, net_iterations / steady_rate / wall_s)), 4)
 
 
 class Timeline:

@@ -24,10 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from trainmedic.api.app import create_app
+from trainmedic.api.metrics import progress_spans
 from trainmedic.api.server import ApiServer
 from trainmedic.core.errors import TrainmedicError
+from trainmedic.core.goodput import goodput
 from trainmedic.core.model import Action, Kind
-from trainmedic.demo.report import IncidentReport, Timeline, goodput, report_entry
+from trainmedic.demo.report import IncidentReport, Timeline, report_entry
 from trainmedic.demo.scenarios import Scenario
 from trainmedic.schedulers.base import SchedulerAdapter
 from trainmedic.schedulers.local.scheduler import LocalJobSpec, LocalScheduler
@@ -206,10 +208,10 @@ class DemoRunner:
             if self._job_finished(job_id):
                 break
         end = time.time()
-        final_iteration = max((a.last_iteration or 0) for a in self.store.list_attempts(job_id))
+        ratio = goodput(progress_spans(self.store.list_attempts(job_id)), started, end)
         return {
             "incidents": [e.as_json() for e in entries],
-            "goodput": goodput(final_iteration - first, rate, end - started),
+            "goodput": None if ratio is None else round(ratio, 4),
             "mode": self.options.mode,
             "actions_taken": self._actions_taken(job_id),
             "job_id": job_id,
