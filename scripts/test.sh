@@ -6,4 +6,5 @@ scripts/bootstrap.sh
 .venv/bin/ruff check src tests benchmarks
 .venv/bin/ruff format --check src tests benchmarks
 .venv/bin/mypy
+.venv/bin/lint-imports
 exec .venv/bin/pytest "$@"

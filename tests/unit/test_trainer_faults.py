@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from trainmedic.core.timestamps import iso_ms
 from trainmedic.demo.trainer.fault_injector import FaultInjector, StepEffects
 from trainmedic.demo.trainer.faults import Fault, FaultType, parse_faults
-from trainmedic.demo.trainer.rank_log import RankLog, StepReport, format_progress, iso_ms
+from trainmedic.demo.trainer.rank_log import RankLog, StepReport, format_progress
 
 
 def test_parse_list_and_wrapped_form() -> None:

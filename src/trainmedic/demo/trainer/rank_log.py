@@ -21,14 +21,9 @@ import os
 import time
 import traceback
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
-
-def iso_ms(unix_time: float) -> str:
-    """``2026-11-29T08:50:01.123Z``: UTC, millisecond precision."""
-    moment = datetime.fromtimestamp(unix_time, UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+from trainmedic.core.timestamps import iso_ms
 
 
 @dataclass(frozen=True, slots=True)

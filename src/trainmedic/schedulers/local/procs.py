@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from trainmedic.demo.trainer.rank_log import iso_ms
+from trainmedic.core.timestamps import iso_ms
 from trainmedic.schedulers.local import launch as proc
 from trainmedic.schedulers.local.state import JobRecord, Launch
 
