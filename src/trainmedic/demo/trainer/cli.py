@@ -73,7 +73,7 @@ class WorkerEnv:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m trainmedic.demo.trainer.cli", description=__doc__.splitlines()[0]
+        prog="python -m trainmedic.demo.trainer", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--run-dir", type=Path, required=True, help="checkpoints, faults.json")
     parser.add_argument("--iters", type=int, default=1000, help="total iterations (target)")
