@@ -7,11 +7,14 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -198,3 +201,48 @@ def test_concurrent_generations_stay_unique(store: Store) -> None:
         t.join(timeout=60)
     assert errors == []
     assert [a.generation for a in store.list_advice("pg-gen")] == list(range(1, 31))
+
+
+def test_advisory_lock_elects_one_leader_and_kill_9_frees_it(postgres_url: str) -> None:
+    from trainmedic.store.leader import AdvisoryLockLeadership, leadership_for
+
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time\n"
+            "from trainmedic.store import Store\n"
+            "from trainmedic.store.leader import leadership_for\n"
+            f"lead = leadership_for(Store({postgres_url!r}))\n"
+            "assert lead.hold()\n"
+            "print('held', flush=True)\n"
+            "time.sleep(120)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    b = Store(postgres_url)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        lead_b = leadership_for(b)
+        assert isinstance(lead_b, AdvisoryLockLeadership)
+        assert not lead_b.hold()
+        holder.send_signal(signal.SIGKILL)  # the leader dies mid-flight
+        holder.wait(10)
+        assert _eventually(lead_b.hold)
+        assert lead_b.hold()
+        assert not leadership_for(Store(postgres_url)).hold()  # a third one stands by
+        lead_b.release()
+        assert _eventually(leadership_for(Store(postgres_url)).hold)
+    finally:
+        holder.kill()
+        b.close()
+
+
+def _eventually(check: Callable[[], bool], timeout: float = 10.0) -> bool:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if check():
+            return True
+        time.sleep(0.1)
+    return False

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import socket
 import threading
+import uuid
 from pathlib import Path
 from types import FrameType
 
@@ -24,6 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from trainmedic.service.loop import Service
     from trainmedic.service.wiring import build_adapter, kernel_logs_of
     from trainmedic.store import Store
+    from trainmedic.store.leader import leadership_for
 
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
@@ -32,13 +35,16 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config) if args.config else default_config()
     Path(config.service.state_dir).mkdir(parents=True, exist_ok=True)
     store = Store(config.service.db_url)
+    warn_if_shared_sqlite(config.service.db_url)
     adapter = build_adapter(config)
     service = Service(
         config,
         store,
         adapter,
-        executor_id=f"service@{socket.gethostname()}",
+        # Unique per process: with several services on one store, whoever leads owns advice.
+        executor_id=f"service@{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}",
         kernel_logs=kernel_logs_of(adapter),
+        leadership=leadership_for(store),
     )
     stop = threading.Event()
 
@@ -67,3 +73,20 @@ def run(args: argparse.Namespace) -> int:
             api.stop()
         store.close()
     return 0
+
+
+def warn_if_shared_sqlite(db_url: str) -> None:
+    """SQLite locking (and the leader lock file) is unreliable on a network filesystem."""
+    from trainmedic.store.leader import network_filesystem
+
+    prefix = "sqlite:///"
+    if not db_url.startswith(prefix):
+        return
+    fs = network_filesystem(Path(db_url[len(prefix) :]).parent)
+    if fs is not None:
+        logging.getLogger("trainmedic.serve").warning(
+            "the SQLite database %s is on a network filesystem (%s): its locks are not "
+            "reliable there; put it on a local disk or use PostgreSQL",
+            db_url,
+            fs,
+        )

@@ -39,6 +39,7 @@ from trainmedic.sources.dcgm import DcgmScraper
 from trainmedic.sources.joblog import JobLogSource
 from trainmedic.sources.kernel import KernelLogSource
 from trainmedic.store import JobSpec, Store
+from trainmedic.store.leader import Leadership
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], float]
@@ -77,6 +78,7 @@ class Service:
         kernel_logs: Mapping[str, str] | None = None,
         telemetry_urls: Mapping[str, str] | None = None,
         clock: Clock = time.time,
+        leadership: Leadership | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -101,6 +103,10 @@ class Service:
         self._kernel_template = config.scheduler.slurm.kernel_log_template
         self._discovered_at = float("-inf")
         self._lock = threading.Lock()
+        # Of several services on one store only the leader observes, decides and acts; the
+        # others wait (None: this one is alone, as in tests and the demo).
+        self._leadership = leadership
+        self.leading = leadership is None
         for job in store.list_jobs():
             self._watch(job.job_id, job.spec)
 
@@ -155,6 +161,8 @@ class Service:
 
     def cycle(self) -> CycleResult:
         with self._lock:
+            if not self._lead():
+                return CycleResult(self.clock(), ClusterSnapshot(self.clock(), stale=True))
             self._sync_registrations()
             now = self.clock()
             self._discover(now)
@@ -188,6 +196,24 @@ class Service:
                 # cycle starts from the store and the scheduler again.
                 log.error("service cycle failed: %s", exc)
             stop.wait(max(0.0, interval - (time.monotonic() - started)))
+
+    def _lead(self) -> bool:
+        """Whether this service leads now; on taking the lead, adopt what the old leader had
+        claimed (its steps done are recorded, so none is issued twice)."""
+        if self._leadership is None:
+            return True
+        leading = self._leadership.hold()
+        if leading and not self.leading:
+            adopted = self.store.adopt_applying_advice(self.executor.executor_id)
+            log.warning(
+                "leading now (%s); adopted %d advice in progress",
+                self.executor.executor_id,
+                adopted,
+            )
+        elif self.leading and not leading:
+            log.warning("lost the lead: standing by")
+        self.leading = leading
+        return leading
 
     def _scheduler_observations(self, snapshot: ClusterSnapshot) -> list[Observation]:
         if snapshot.stale:

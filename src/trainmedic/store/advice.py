@@ -174,6 +174,21 @@ class AdviceRepository(StoreBase):
             ).rowcount
         return bool(claimed)
 
+    def adopt_applying_advice(self, executor_id: str) -> int:
+        """A new leader takes over every advice another executor left ``applying`` (that
+        executor lost the lead, so it no longer acts). Returns how many were adopted."""
+        with self._write("adopt applying advice") as conn:
+            return int(
+                conn.execute(
+                    sa.update(_advice)
+                    .where(
+                        (_advice.c.status == AdviceStatus.APPLYING.value)
+                        & (_advice.c.claimed_by != executor_id)
+                    )
+                    .values(claimed_by=executor_id)
+                ).rowcount
+            )
+
     def mark_step_done(self, advice_id: int, step: str) -> bool:
         """Record that a scheduler step was issued. False when it was already recorded."""
         with self._write(f"mark step {step} of advice {advice_id}") as conn:

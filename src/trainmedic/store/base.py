@@ -125,6 +125,10 @@ class StoreBase:
     def close(self) -> None:
         self._engine.dispose()
 
+    def dedicated_connection(self) -> Connection:
+        """A connection of its own in autocommit mode (leader election holds one open)."""
+        return self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+
     @contextmanager
     def _transaction(self, write: bool, what: str) -> Iterator[Connection]:
         try:
