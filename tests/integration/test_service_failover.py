@@ -1,0 +1,108 @@
+"""Two ``trainmedic serve`` processes on one SQLite store: only the leader acts; kill -9 of
+the leader at a random point of an incident, and the standby finishes the recovery with no
+action applied twice. Real processes, the real local backend with torchrun/gloo workers."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from test_service_kill9 import _free_port, _get, _job, _resumed, _serve, _wait
+
+from trainmedic.core.states import JobState
+from trainmedic.schedulers.local.scheduler import LocalJobSpec, LocalScheduler
+from trainmedic.store import Store, sqlite_url
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+TOKEN = "failover-token"
+NODES = ("node1", "node2", "node3", "node4")
+
+
+def _config(path: Path, state: Path, port: int) -> Path:
+    path.write_text(
+        f"""
+[service]
+mode = "action"
+poll_interval_s = 0.2
+state_dir = "{state}"
+api_port = {port}
+api_token = "{TOKEN}"
+
+[scheduler]
+kind = "local"
+"""
+    )
+    return path
+
+
+@pytest.mark.parametrize("kill_after_s", [0.0, random.uniform(0.05, 1.5)])
+def test_standby_takes_over_when_the_leader_is_killed(tmp_path: Path, kill_after_s: float) -> None:
+    state = tmp_path / "state"
+    ports = (_free_port(), _free_port())
+    configs = [_config(tmp_path / f"t{i}.toml", state, p) for i, p in enumerate(ports)]
+    sched = LocalScheduler(state / "cluster", nodes=NODES, grace_s=1.5)
+    run_dir = tmp_path / "run"
+    command = ("-m", "trainmedic.demo.trainer", "--run-dir", str(run_dir),
+               "--iters", "100000", "--ckpt-every", "20", "--step-sleep", "0.01")  # fmt: skip
+    job_id = sched.submit(LocalJobSpec("fo", 2, 2, command, str(run_dir)))
+    leader = _serve(configs[0], tmp_path / "leader.log")
+    urls = [f"http://127.0.0.1:{p}" for p in ports]
+    _wait("the leader's API", lambda: _get(urls[0], "/healthz") is not None)
+    standby = _serve(configs[1], tmp_path / "standby.log")
+    try:
+        _wait("the standby's API", lambda: _get(urls[1], "/healthz") is not None)
+        body = {
+            "job_id": job_id,
+            "log_paths": [str(run_dir / "job.out")],
+            "checkpoint_dir": str(run_dir / "checkpoints"),
+            "kernel_logs": {n: str(sched.kernel_log(n)) for n in NODES},
+        }
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        assert httpx.post(f"{urls[1]}/jobs", json=body, headers=headers).status_code in (200, 201)
+        store = Store(sqlite_url(str(state / "trainmedic.db")))
+        _wait("steady training", lambda: (_job(store, job_id) or 0) >= 60)
+        bad = sched.job(job_id).nodes[1]
+        (run_dir / "faults.json").write_text(
+            json.dumps([{"id": "k", "type": "xid79", "node": bad}])
+        )
+        _wait("the incident", lambda: store.list_incidents(job_id), 30)
+        time.sleep(kill_after_s)
+        os.kill(leader.pid, signal.SIGKILL)
+        leader.wait(10)
+        job = _wait(
+            "the job running again without the bad node",
+            lambda: (
+                (j := sched.job(job_id)).state is JobState.RUNNING
+                and j.attempt >= 1
+                and bad not in j.nodes
+                and j
+            ),
+        )
+        advice = store.list_advice(job_id)
+        assert len(advice) == 1
+        assert _wait("convergence", lambda: store.get_advice(advice[0].id).converged_at, 60)
+        time.sleep(3)  # the new leader must not act again
+        assert sched.job(job_id).attempt == job.attempt == 1, "requeued twice"
+        assert len(store.list_incidents(job_id)) == 1
+        advice = store.list_advice(job_id)
+        assert len(advice) == 1 and advice[0].steps_done.count("requeue") == 1
+        assert len([e for e in store.node_history(bad) if e.drained]) == 1
+        _wait(
+            "training to resume", lambda: (_job(store, job_id) or 0) > 0 and _resumed(store, job_id)
+        )
+        assert "leading now" in (tmp_path / "standby.log").read_text()
+    finally:
+        for proc in (leader, standby):
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        sched.shutdown(cancel_jobs=True)
