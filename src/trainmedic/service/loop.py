@@ -60,6 +60,9 @@ class _JobSources:
             CheckpointWatcher(job_id, spec.checkpoint_dir) if spec.checkpoint_dir else None
         )
 
+    def close(self) -> None:
+        self.logs.close()
+
     def poll(self) -> list[Observation]:
         out = self.logs.poll()
         if self.checkpoints is not None:
@@ -103,12 +106,20 @@ class Service:
         self._kernel_template = config.scheduler.slurm.kernel_log_template
         self._discovered_at = float("-inf")
         self._lock = threading.Lock()
+        # Jobs that ended and were let go: never watched again by this process. Per job, when
+        # the scheduler first showed it ended (or gone).
+        self._retired: set[str] = set()
+        self._ended_since: dict[str, float] = {}
         # Of several services on one store only the leader observes, decides and acts; the
         # others wait (None: this one is alone, as in tests and the demo).
         self._leadership = leadership
         self.leading = leadership is None
+        active = {a.job_id for a in store.active_advice()}
         for job in store.list_jobs():
-            self._watch(job.job_id, job.spec)
+            if _ended(job.state) and job.job_id not in active:
+                self._retired.add(job.job_id)  # finished before this process started
+            else:
+                self._watch(job.job_id, job.spec)
 
     # -- registration --------------------------------------------------------------------
 
@@ -133,7 +144,8 @@ class Service:
     def _sync_registrations(self) -> None:
         """Jobs registered through the API (another process or thread) join the loop."""
         for job in self.store.list_jobs():
-            self._watch(job.job_id, job.spec)
+            if job.job_id not in self._retired:
+                self._watch(job.job_id, job.spec)
 
     def _discover(self, now: float) -> None:
         """Register jobs that opted in through their comment or match ``[watch]``."""
@@ -183,7 +195,33 @@ class Service:
                 result.decisions.append(self.decisions.record(finding, snapshot, now, newest))
             if self.config.service.mode == "action":
                 result.executed = self.executor.step(snapshot, self.clock())
+            self._retire_ended(snapshot, now)
             return result
+
+    def _retire_ended(self, snapshot: ClusterSnapshot, now: float) -> None:
+        """Unwatch jobs that ended (or vanished from the scheduler) ``unwatch_after_s`` ago and
+        have no advice in progress: their files are closed, their state dropped, so a
+        long-running service watching jobs that come and go stays flat in memory and fds."""
+        if snapshot.stale:
+            return  # silence is not an ending
+        states = {job.job_id: job.state for job in snapshot.jobs}
+        for job_id in list(self._jobs):
+            state = states.get(job_id)
+            if state is not None and not state.is_terminal():
+                self._ended_since.pop(job_id, None)
+                continue
+            since = self._ended_since.setdefault(job_id, now)
+            if now - since < self.config.service.unwatch_after_s:
+                continue
+            if self.store.active_advice(job_id):
+                continue  # a restart may still bring it back
+            self._jobs.pop(job_id).close()
+            self.engine.unwatch(job_id)
+            self._ended_since.pop(job_id, None)
+            self._progress_written.pop(job_id, None)
+            self._checkpoint_iter.pop(job_id, None)
+            self._retired.add(job_id)
+            log.info("job %s ended: unwatched", job_id)
 
     def run(self, stop: threading.Event) -> None:
         interval = self.config.service.poll_interval_s
@@ -277,3 +315,10 @@ class Service:
                 )
             self.store.update_job_progress(job_id, progress_at=last.time, iteration=last.iteration)
             self._progress_written[job_id] = (first, last)
+
+
+def _ended(state: str) -> bool:
+    try:
+        return JobState(state).is_terminal()
+    except ValueError:
+        return False  # "" before the first poll, or a state this version does not know

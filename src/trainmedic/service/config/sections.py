@@ -42,9 +42,13 @@ class ServiceConfig:
     neither, mutating endpoints are refused (403)."""
     watchdog_timeout_s: float = 60.0
     """A job held by trainmedic longer than this goes back to normal scheduling."""
+    unwatch_after_s: float = 300.0
+    """A job that ended (or that the scheduler no longer knows) and has no advice in progress
+    is unwatched this long after: its files are closed and its state dropped."""
 
     def __post_init__(self) -> None:
         positive("service.poll_interval_s", self.poll_interval_s)
+        positive("service.unwatch_after_s", self.unwatch_after_s)
         positive("service.watchdog_timeout_s", self.watchdog_timeout_s)
         if not 0 < self.api_port < 65536:
             raise ValueError(f"service.api_port must be in 1..65535, got {self.api_port}")
