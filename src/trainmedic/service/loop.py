@@ -45,6 +45,10 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], float]
 
 
+DRAIN_POLLS = 64
+"""Polls of an ended job's files before they are closed (each reads a bounded chunk)."""
+
+
 @dataclass
 class CycleResult:
     time: float
@@ -198,6 +202,17 @@ class Service:
             self._retire_ended(snapshot, now)
             return result
 
+    def _drain(self, sources: _JobSources, now: float) -> _JobSources:
+        """Read what the job's files still hold before letting them go: no line is lost to a
+        service that fell behind."""
+        for _ in range(DRAIN_POLLS):
+            final = sources.poll()
+            if not final:
+                break
+            self.engine.observe_all(final, now)
+            self._remember_progress(final)
+        return sources
+
     def _retire_ended(self, snapshot: ClusterSnapshot, now: float) -> None:
         """Unwatch jobs that ended (or vanished from the scheduler) ``unwatch_after_s`` ago and
         have no advice in progress: their files are closed, their state dropped, so a
@@ -215,7 +230,7 @@ class Service:
                 continue
             if self.store.active_advice(job_id):
                 continue  # a restart may still bring it back
-            self._jobs.pop(job_id).close()
+            self._drain(self._jobs.pop(job_id), now).close()
             self.engine.unwatch(job_id)
             self._ended_since.pop(job_id, None)
             self._progress_written.pop(job_id, None)
