@@ -96,7 +96,11 @@ class DemoRunner:
         )
         self.run_dir = workdir / "run"
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        api = ApiServer(create_app(self.store, config)) if self.options.api else None
+        api = (
+            ApiServer(create_app(self.store, config, sources=self.service.sources))
+            if self.options.api
+            else None
+        )
         loop = threading.Thread(target=self._loop, name="trainmedic-service", daemon=True)
         try:
             if api is not None:

@@ -63,12 +63,15 @@ class CycleResult:
 
 class _JobSources:
     def __init__(
-        self, job_id: str, spec: JobSpec, tz: tzinfo, board: SourceBoard, now: float
+        self, job_id: str, spec: JobSpec, tz: tzinfo, board: SourceBoard, clock: Clock
     ) -> None:
-        self.logs = JobLogSource(job_id, spec.log_paths, tz=tz)
+        self.logs = JobLogSource(job_id, spec.log_paths, tz=tz, clock=clock)
         self.checkpoints = (
-            CheckpointWatcher(job_id, spec.checkpoint_dir) if spec.checkpoint_dir else None
+            CheckpointWatcher(job_id, spec.checkpoint_dir, clock=clock)
+            if spec.checkpoint_dir
+            else None
         )
+        now = clock()
         board.declare("scheduler", now, job_id=job_id)
         for path in self.logs.paths:
             board.declare(f"log:{path}", now, job_id=job_id)
@@ -142,7 +145,7 @@ class Service:
     def _watch(self, job_id: str, spec: JobSpec) -> None:
         if job_id in self._jobs:
             return
-        self._jobs[job_id] = _JobSources(job_id, spec, self._tz, self.sources, self.clock())
+        self._jobs[job_id] = _JobSources(job_id, spec, self._tz, self.sources, self.clock)
         for node, path in spec.kernel_logs.items():
             self._nodes.add_kernel_log(node, path)
         attempts = self.store.list_attempts(job_id)

@@ -46,7 +46,10 @@ class NodeSources:
         self._poller: TelemetryPoller | None = None
         if telemetry.enabled or self._urls:
             self._poller = TelemetryPoller(
-                self.url_of, interval_s=telemetry.scrape_interval_s, timeout_s=telemetry.timeout_s
+                self.url_of,
+                interval_s=telemetry.scrape_interval_s,
+                timeout_s=telemetry.timeout_s,
+                clock=clock,
             )
         self._scraped: dict[str, float] = {}  # node -> last time a watched job ran on it
         for node, path in (kernel_logs or {}).items():

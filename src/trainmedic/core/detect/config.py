@@ -17,19 +17,22 @@ from dataclasses import dataclass
 class DetectorConfig:
     # Hang: no progress report for longer than
     #   max(hang_floor_s, hang_k x q(report intervals) + hang_margin_s)
-    # where q is the `hang_quantile` of the last `report_window` intervals between two
-    # reports (wall time between the lines, as read: this includes the job's own jitter,
-    # its unannounced evaluations and checkpoint writes, and output buffering). hang_k = 5
-    # is the safety factor NVIDIA's resiliency extension (nvidia-resiliency-ext, fault
-    # tolerance) applies to observed heartbeat intervals; the margin absorbs delivery delay
-    # (NFS attribute caching is up to 60 s, a cycle of the service); the floor keeps a job
-    # that prints every step from being called hung within minutes (torch's NCCL watchdog
-    # itself waits 10 minutes).
+    # where q is the `hang_quantile` (1.0: the longest) of the last `report_window` intervals
+    # between two reports (wall time between the lines, as read: this includes the job's
+    # own jitter, its unannounced evaluations and checkpoint writes, and output buffering).
+    # hang_k = 5 on the longest interval is what NVIDIA's resiliency extension
+    # (nvidia-resiliency-ext fault tolerance, safety_factor=5.0) does with observed heartbeat
+    # intervals. The longest, not a quantile: a long gap that comes once in a hundred reports
+    # (an evaluation, a flush of buffered output) comes again. The window is long (1000
+    # reports: a day of a job logging every 100 s) so it is not forgotten in between. The
+    # margin absorbs delivery delay (NFS attribute caching holds up to 60 s, a slow cycle of
+    # the service); the floor keeps a job that prints every step from being called hung
+    # within minutes (torch's own NCCL watchdog waits 10).
     hang_k: float = 5.0
-    hang_quantile: float = 0.99
+    hang_quantile: float = 1.0
     hang_margin_s: float = 60.0
     hang_floor_s: float = 300.0
-    report_window: int = 100
+    report_window: int = 1000
     # Until this many intervals are known the cadence is unknown, and the job is given the
     # start-up grace after each report too (the second report of a job logging every 100
     # iterations comes as late as the first).
@@ -98,7 +101,9 @@ class DetectorConfig:
 
 SMALL_JOB = DetectorConfig(
     hang_k=6.0,
+    hang_quantile=0.99,
     hang_margin_s=0.0,
+    report_window=200,
     hang_floor_s=5.0,
     startup_grace_s=60.0,
     startup_k=5.0,
