@@ -20,10 +20,12 @@ import pytest
 
 from trainmedic.core.detect import SMALL_JOB
 from trainmedic.core.model import Category, EvidenceSource, Kind
+from trainmedic.core.observations import SourceRecovered, SourceStale, TelemetrySample
 from trainmedic.lab.dcgm_stub import DcgmExporterStub
 from trainmedic.schedulers.fake import FakeScheduler
 from trainmedic.service.config.sections import Config, ServiceConfig, TelemetryConfig
 from trainmedic.service.loop import Service
+from trainmedic.sources.dcgm import TelemetryPoller
 from trainmedic.store import IncidentRecord, JobSpec, Store, sqlite_url
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
@@ -136,3 +138,24 @@ def test_xid_in_telemetry_is_gpu_hardware_evidence_and_dead_endpoints_are_unknow
     root = incident.root_cause
     assert root is not None and root.signature == "dcgm.xid" and root.xid == 79
     assert root.evidence is EvidenceSource.GPU_TELEMETRY and root.gpu == "1"
+
+
+def test_an_endpoint_that_answers_again_is_reported_up() -> None:
+    stub = DcgmExporterStub("node5", gpus=1)  # listening, not answering yet
+    poller = TelemetryPoller(lambda node: stub.url, timeout_s=0.5)
+    poller.set_nodes(["node5"])
+    try:
+        poller.scrape_once()
+        (stale,) = poller.drain()
+        assert isinstance(stale, SourceStale) and stale.source == "dcgm:node5"
+        stub.start()
+        poller.scrape_once()
+        found = poller.drain()
+        assert any(isinstance(o, TelemetrySample) for o in found)
+        (back,) = [o for o in found if isinstance(o, SourceRecovered)]
+        assert back.source == "dcgm:node5" and back.node == "node5"
+        poller.scrape_once()
+        assert not any(isinstance(o, SourceRecovered) for o in poller.drain()), "once"
+    finally:
+        poller.stop()
+        stub.stop()

@@ -2,12 +2,13 @@
 
 ``DcgmScraper.poll()`` fetches the text exposition (1 s timeout), keeps the health metrics in
 ``WATCHED`` and returns them as ``TelemetrySample``s; an unreachable or malformed endpoint
-gives one ``SourceStale`` per outage (and a ``SourceRecovered`` when it answers again) and
-never raises. ``telemetry_to_events`` (pure) turns changes between two scrapes into ``Event``s
-for attribution.
+gives one ``SourceStale`` per outage (``stale`` says whether it is in one) and never raises.
+``telemetry_to_events`` (pure) turns changes between two scrapes into ``Event``s for
+attribution.
 
 ``TelemetryPoller`` runs the scrapers of a changing set of nodes in a background thread, so a
-slow or dead endpoint never delays the service loop, which only takes what was scraped.
+slow or dead endpoint never delays the service loop, which only takes what was scraped; it
+reports a ``SourceRecovered`` when an endpoint answers again after an outage.
 """
 
 from __future__ import annotations
@@ -83,11 +84,8 @@ class DcgmScraper:
             ):
                 reason = exc.reason  # e.g. "[Errno 111] Connection refused"
             return [SourceStale(now, f"dcgm:{self.node}", f"{self.url}: {reason}", node=self.node)]
-        out: list[Observation] = list(samples)
-        if self.stale:
-            self.stale = False
-            out.append(SourceRecovered(now, f"dcgm:{self.node}", node=self.node))
-        return out
+        self.stale = False
+        return list(samples)
 
 
 UrlOf = Callable[[str], str | None]
@@ -147,10 +145,18 @@ class TelemetryPoller:
                     node, url, timeout_s=self.timeout_s, clock=self._clock
                 )
             scrapers.append(scraper)
-        for found in self._pool.map(DcgmScraper.poll, scrapers):
+        for found in self._pool.map(self._poll, scrapers):
             with self._lock:
                 self._ready.extend(found)
         self.rounds += 1
+
+    def _poll(self, scraper: DcgmScraper) -> list[Observation]:
+        """One scrape, with a ``SourceRecovered`` when it ends an outage."""
+        was_stale = scraper.stale
+        found = scraper.poll()
+        if was_stale and not scraper.stale:
+            found.append(SourceRecovered(self._clock(), f"dcgm:{scraper.node}", node=scraper.node))
+        return found
 
     def start(self) -> TelemetryPoller:
         if self._thread is None:
