@@ -110,6 +110,20 @@ def test_start_up_grace_is_learned_from_observed_start_ups_across_attempts() -> 
     assert hang.trigger is Trigger.NO_FIRST_ITERATION and f"grace {learned:.0f}s" in hang.basis
 
 
+def test_a_late_line_of_the_previous_attempt_is_not_a_start_up() -> None:
+    state = JobDetectorState(JOB, DEFAULT)
+    state.observe(status(0.0))  # first seen running: attempt 0's start-up is unknown
+    report(state, 10.0, 4100, read=10.0)
+    state.observe(status(100.0, JobState.PENDING, attempt=1))
+    state.observe(status(101.0, attempt=1))
+    report(state, 99.0, 4200, read=102.0)  # attempt 0's last line, read after the requeue
+    assert state.cadence.startups == (), "a 1 s start-up would make the grace far too short"
+    state.observe(status(300.0, JobState.PENDING, attempt=2))
+    state.observe(status(301.0, attempt=2))
+    report(state, 500.0, 4001, read=500.0)  # resumed from the checkpoint at 4000
+    assert state.cadence.startups == (199.0,)
+
+
 def test_a_job_first_seen_already_running_teaches_no_start_up() -> None:
     state = JobDetectorState(JOB, DEFAULT)
     state.observe(status(5000.0))  # running for who knows how long

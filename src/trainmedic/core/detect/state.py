@@ -67,6 +67,7 @@ class JobDetectorState:
         self.cadence = ReportCadence(self.config)
         self.unknown_sources: dict[str, str] = {}  # liveness source -> why it cannot be read
         self.watch_from: float | None = None  # a liveness source came back at this time
+        self._previous_iteration: int | None = None  # the highest of the attempt before
         self._reset_attempt()
 
     def _reset_attempt(self) -> None:
@@ -140,6 +141,7 @@ class JobDetectorState:
         new_attempt = status.attempt != self.attempt
         if new_attempt:
             self.attempt = status.attempt
+            self._previous_iteration = self.iteration
             self._reset_attempt()
             self.cadence.new_attempt()
         self.state = status.state
@@ -165,7 +167,11 @@ class JobDetectorState:
         if self.running_since is None and self.state is None:
             self.running_since = read  # no scheduler view: progress shows it runs
         if self.last_seen is None and self._start_seen and self.running_since is not None:
-            self.cadence.startup(read - self.running_since)
+            # A new attempt resumes at or before where the last one stopped: a first report
+            # beyond it is a late line of the old attempt, not this one's start-up.
+            previous = self._previous_iteration
+            if previous is None or p.iteration <= previous:
+                self.cadence.startup(read - self.running_since)
         self.last_progress = (
             p.time if self.last_progress is None else max(self.last_progress, p.time)
         )
