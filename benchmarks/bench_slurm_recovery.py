@@ -39,6 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from trainmedic.core.detect.config import SMALL_JOB
 from trainmedic.core.states import JobState
 from trainmedic.demo.slurm_job import (
     TrainerJob,
@@ -112,6 +113,7 @@ class Bench:
             base,
             service=dataclasses.replace(base.service, mode="action", poll_interval_s=0.2),
             policy=dataclasses.replace(base.policy, max_drain_fraction=1.0),
+            detect=SMALL_JOB,  # the example trainer reports every step and starts in seconds
         )
         kernel = {n: str(cluster.kernel_log(n)) for n in cluster.nodes}
         self.service = Service(

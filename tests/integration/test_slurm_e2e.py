@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from trainmedic.core.detect.config import SMALL_JOB
 from trainmedic.core.model import Action, Category, Kind
 from trainmedic.core.states import JobState
 from trainmedic.demo.slurm_job import (
@@ -74,6 +75,7 @@ class Lab:
             base,
             service=dataclasses.replace(base.service, mode=mode, poll_interval_s=0.2),  # type: ignore[arg-type]
             policy=dataclasses.replace(base.policy, stop_enforcement=True),
+            detect=SMALL_JOB,  # the example trainer reports every step and starts in seconds
         )
         kernel = {n: str(cluster.kernel_log(n)) for n in cluster.nodes}
         self.service = Service(

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.core.detect import Anomaly, DetectorConfig, JobDetectorState
+from trainmedic.core.detect import SMALL_JOB, Anomaly, JobDetectorState
 from trainmedic.core.model import Kind
 from trainmedic.core.observations import JobStatus, Progress
 from trainmedic.core.states import JobState
@@ -66,7 +66,7 @@ def watch_trainer(
                 )
             )
     source = JobLogSource(JOB, outs)
-    state = JobDetectorState(JOB, DetectorConfig())
+    state = JobDetectorState(JOB, SMALL_JOB)  # the example trainer: a report every step
     state.observe(JobStatus(time.time(), JOB, JobState.RUNNING, ("node1", "node2")))
     found: list[Anomaly] = []
     max_iteration = 0
@@ -114,6 +114,6 @@ def test_real_hang_detected_within_threshold_and_slow_checkpoint_is_no_hang(tmp_
     assert [a.kind for a in run.anomalies] == [Kind.HANG], run.anomalies
     (hang,) = hangs
     assert hang.iteration is not None and hang.iteration >= 179, hang
-    threshold = DetectorConfig().hang_floor_s
+    threshold = SMALL_JOB.hang_floor_s
     assert hang.latency <= threshold + 2.0, hang
     print(f"hang latency {hang.latency:.2f}s (threshold {threshold}s): {hang.basis}")

@@ -40,7 +40,10 @@ def test_defaults() -> None:
     assert config.policy.max_attempts_without_checkpoint == 3
     assert config.policy.stop_enforcement is False
     assert config.policy.max_drain_fraction == 0.25 and config.policy.drain_window_s == 3600
-    assert (config.detect.hang_k, config.detect.hang_floor_s) == (6.0, 5.0)
+    # Real jobs report minutes apart and take minutes to start (see DetectorConfig).
+    detect = config.detect
+    assert (detect.hang_k, detect.hang_floor_s, detect.hang_margin_s) == (5.0, 300.0, 60.0)
+    assert (detect.startup_grace_s, detect.log_timezone) == (1800.0, "local")
     assert config.scheduler.kind == "local"
     assert not config.acts_on("j1")
 

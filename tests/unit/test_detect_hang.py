@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from trainmedic.core.detect import DetectorConfig, JobDetectorState, Trigger
+import dataclasses
+
+from trainmedic.core.detect import SMALL_JOB, JobDetectorState, Trigger
 from trainmedic.core.model import Category, Event, Kind, Role
 from trainmedic.core.observations import CheckpointSaved, JobStatus, Progress
 from trainmedic.core.states import JobState
@@ -26,7 +28,7 @@ def feed_steps(state: JobDetectorState, start: float, first: int, count: int, st
 
 
 def test_hang_after_floor_when_steps_are_fast() -> None:
-    state = JobDetectorState(JOB)
+    state = JobDetectorState(JOB, SMALL_JOB)
     state.observe(running())
     last = feed_steps(state, 0.0, 1, 100, 0.01)
     assert state.check(last + 4.9) == ()
@@ -40,7 +42,7 @@ def test_hang_after_floor_when_steps_are_fast() -> None:
 
 
 def test_threshold_scales_with_p99_step_time() -> None:
-    state = JobDetectorState(JOB, DetectorConfig(hang_k=6, hang_floor_s=5))
+    state = JobDetectorState(JOB, dataclasses.replace(SMALL_JOB, hang_k=6, hang_floor_s=5))
     state.observe(running())
     last = feed_steps(state, 0.0, 1, 30, 2.0)
     assert state.p99_step_s == 2.0
@@ -49,7 +51,7 @@ def test_threshold_scales_with_p99_step_time() -> None:
 
 
 def test_checkpoint_in_progress_extends_window_until_saved() -> None:
-    state = JobDetectorState(JOB, DetectorConfig(checkpoint_cap_s=600))
+    state = JobDetectorState(JOB, dataclasses.replace(SMALL_JOB, checkpoint_cap_s=600))
     state.observe(running())
     last = feed_steps(state, 0.0, 1, 100, 0.01)
     state.observe(CheckpointSaved(time=last + 0.01, job_id=JOB, iteration=100, in_progress=True))
@@ -62,7 +64,7 @@ def test_checkpoint_in_progress_extends_window_until_saved() -> None:
 
 
 def test_checkpoint_that_never_finishes_hangs_after_cap() -> None:
-    state = JobDetectorState(JOB, DetectorConfig(checkpoint_cap_s=60))
+    state = JobDetectorState(JOB, dataclasses.replace(SMALL_JOB, checkpoint_cap_s=60))
     state.observe(running())
     last = feed_steps(state, 0.0, 1, 100, 0.01)
     state.observe(CheckpointSaved(time=last, job_id=JOB, iteration=100, in_progress=True))
@@ -72,7 +74,7 @@ def test_checkpoint_that_never_finishes_hangs_after_cap() -> None:
 
 
 def test_timeout_line_cuts_the_hang_short() -> None:
-    state = JobDetectorState(JOB)
+    state = JobDetectorState(JOB, SMALL_JOB)
     state.observe(running())
     last = feed_steps(state, 0.0, 1, 100, 0.01)
     timeout = Event(
@@ -93,7 +95,7 @@ def test_timeout_line_cuts_the_hang_short() -> None:
 
 
 def test_no_false_hang_before_first_iteration_within_grace() -> None:
-    state = JobDetectorState(JOB, DetectorConfig(startup_grace_s=60))
+    state = JobDetectorState(JOB, dataclasses.replace(SMALL_JOB, startup_grace_s=60))
     state.observe(running(10.0))
     assert state.check(40.0) == ()
     assert state.check(69.0) == ()
@@ -102,18 +104,18 @@ def test_no_false_hang_before_first_iteration_within_grace() -> None:
 
 
 def test_no_hang_when_job_not_running() -> None:
-    state = JobDetectorState(JOB)
+    state = JobDetectorState(JOB, SMALL_JOB)
     state.observe(running())
     last = feed_steps(state, 0.0, 1, 50, 0.01)
     state.observe(JobStatus(time=last + 0.1, job_id=JOB, state=JobState.COMPLETED))
     assert state.check(last + 100.0) == ()
-    pending = JobDetectorState(JOB)
+    pending = JobDetectorState(JOB, SMALL_JOB)
     pending.observe(JobStatus(time=0.0, job_id=JOB, state=JobState.PENDING))
     assert pending.check(1000.0) == ()
 
 
 def test_new_attempt_resets_progress_and_gets_grace() -> None:
-    state = JobDetectorState(JOB)
+    state = JobDetectorState(JOB, SMALL_JOB)
     state.observe(running())
     last = feed_steps(state, 0.0, 1, 50, 0.01)
     assert len(state.check(last + 6.0)) == 1
@@ -124,7 +126,7 @@ def test_new_attempt_resets_progress_and_gets_grace() -> None:
 
 
 def test_steps_that_include_a_checkpoint_save_do_not_inflate_the_threshold() -> None:
-    state = JobDetectorState(JOB)
+    state = JobDetectorState(JOB, SMALL_JOB)
     state.observe(running())
     t = 0.0
     for it in range(1, 201):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainmedic.core.detect.config import DetectorConfig
+from trainmedic.core.detect.config import SMALL_JOB
 from trainmedic.core.engine.engine import Engine
 from trainmedic.core.model import Category, EvidenceSource, Kind
 from trainmedic.core.observations import JobStatus, LogLine, NodeStatus, Progress
@@ -29,7 +29,7 @@ def _progress(engine: Engine, t0: float, iterations: range, step: float = 0.1) -
 
 
 def _engine() -> Engine:
-    engine = Engine(DetectorConfig(hang_floor_s=5.0), settle_s=0.5)
+    engine = Engine(SMALL_JOB, settle_s=0.5)
     engine.watch("j")
     return engine
 
@@ -157,7 +157,7 @@ def test_a_restarted_engine_resumed_from_the_stored_attempt_reaches_the_same_ver
     (blind,) = fresh.evaluate(21.0)
     assert blind.verdict.category is not Category.GPU_HARDWARE  # what the restart used to see
 
-    resumed = Engine(DetectorConfig(hang_floor_s=5.0), settle_s=0.5)
+    resumed = Engine(SMALL_JOB, settle_s=0.5)
     resumed.resume("j", 0, 10.0, ("n1", "n2"))
     resumed.observe_all([failed, kernel], 20.0)
     (finding,) = resumed.evaluate(21.0)

@@ -110,3 +110,46 @@ def test_large_backlog_is_read_over_several_polls(tmp_path: Path) -> None:
     for _ in range(10):
         seen += texts(follower)
     assert len(seen) == 10000 and seen[-1] == "line 9999"
+
+
+def test_a_missing_file_that_appears_is_reported_recovered_once(tmp_path: Path) -> None:
+    log = tmp_path / "late.log"
+    follower = LogFollower(log)
+    assert texts(follower) == [] and follower.take_stale() is not None
+    assert not follower.take_recovered()
+    log.write_bytes(b"up\n")
+    assert texts(follower) == ["up"]
+    assert follower.take_recovered() and not follower.take_recovered()
+    # A file that was there from the start never was stale: nothing to recover from.
+    other = tmp_path / "there.log"
+    other.write_bytes(b"x\n")
+    fresh = LogFollower(other)
+    assert texts(fresh) == ["x"] and not fresh.take_recovered()
+
+
+class _FailingFile:
+    """A file handle whose reads fail as on a network file system that went away."""
+
+    def read(self, size: int = -1) -> bytes:
+        raise OSError(5, "Input/output error")
+
+    def close(self) -> None:
+        return None
+
+
+def test_a_read_error_is_stale_then_resumes_where_it_stopped(tmp_path: Path) -> None:
+    log = tmp_path / "nfs.log"
+    log.write_bytes(b"one\ntwo\n")
+    follower = LogFollower(log)
+    assert texts(follower) == ["one", "two"]
+    append(log, b"three\n")
+    good = follower._file
+    follower._file = _FailingFile()  # type: ignore[assignment]
+    assert texts(follower) == [], "no exception reaches the service loop"
+    stale = follower.take_stale()
+    assert stale is not None and "Input/output error" in stale
+    assert good is not None
+    good.close()
+    got = follower.poll()
+    assert [(x.line_no, x.text) for x in got] == [(3, "three")], "not read again from the top"
+    assert follower.take_recovered()

@@ -7,7 +7,13 @@ import os
 from pathlib import Path
 
 from trainmedic.core.model import EvidenceSource
-from trainmedic.core.observations import CheckpointSaved, LogLine, Progress, SourceStale
+from trainmedic.core.observations import (
+    CheckpointSaved,
+    LogLine,
+    Progress,
+    SourceRecovered,
+    SourceStale,
+)
 from trainmedic.sources.checkpoints import CheckpointWatcher, checkpoint_iteration
 from trainmedic.sources.joblog import JobLogSource
 from trainmedic.sources.kernel import KernelLogSource
@@ -132,6 +138,8 @@ def test_checkpoint_watcher_reports_each_new_checkpoint(tmp_path: Path) -> None:
     assert isinstance(stale, SourceStale)
     assert watcher.poll() == []
     ckpt.mkdir()
+    (back,) = watcher.poll()  # readable again, still no checkpoint
+    assert isinstance(back, SourceRecovered) and back.source == stale.source
     assert watcher.poll() == []
     (ckpt / "ckpt_00000100.pt").write_bytes(b"x")
     (ckpt / "ckpt_00000200.pt.tmp").write_bytes(b"x")

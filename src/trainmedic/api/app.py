@@ -31,6 +31,7 @@ from trainmedic.api.models import (
 )
 from trainmedic.core.errors import ConfigError, StoreError
 from trainmedic.service.config import Config, apply_policy_overrides
+from trainmedic.service.source_status import SourceBoard
 from trainmedic.store import (
     AdviceRecord,
     AdviceStatus,
@@ -81,15 +82,22 @@ def _install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ConfigError, on_config)
 
 
-def create_app(store: Store, config: Config, *, now: Callable[[], float] = time.time) -> FastAPI:
-    """The API over ``store``; ``now`` is the clock for the timestamps it writes."""
+def create_app(
+    store: Store,
+    config: Config,
+    *,
+    now: Callable[[], float] = time.time,
+    sources: SourceBoard | None = None,
+) -> FastAPI:
+    """The API over ``store``; ``now`` is the clock for the timestamps it writes; ``sources``
+    the running service's source status (``Service.sources``), when it runs in this process."""
     app = FastAPI(
         title="trainmedic",
         version=__version__,
         description="Jobs, incidents, advice and nodes of the trainmedic recovery service.",
     )
     _install_error_handlers(app)
-    registry = make_registry(store, now)
+    registry = make_registry(store, now, sources)
     token = config.service.api_token
 
     def require_token(
@@ -119,7 +127,11 @@ def create_app(store: Store, config: Config, *, now: Callable[[], float] = time.
         job = store.get_job(job_id)
         if job is None:
             raise HTTPException(404, f"unknown job {job_id!r}")
-        return JobDetail(job=job, attempts=store.list_attempts(job_id))
+        return JobDetail(
+            job=job,
+            attempts=store.list_attempts(job_id),
+            sources=sources.of_job(job_id) if sources is not None else [],
+        )
 
     @app.post("/jobs", response_model=JobRecord, status_code=201, dependencies=authorised)
     def register_job(body: JobRegistration) -> JobRecord:

@@ -22,6 +22,10 @@ trainmedic_drains_total                     counter    node drains recorded in n
 trainmedic_advice{status,action}            gauge      advice rows by status and action
 trainmedic_job_goodput_ratio{job_id}        gauge      see ``job_goodput``
 trainmedic_jobs_watched                     gauge      registered jobs
+trainmedic_source_up{job_id,source}         gauge      1 while the job's source can be read, 0
+                                                       while it is unknown (a vanished log, a
+                                                       failed scheduler poll, a dead DCGM
+                                                       endpoint); only with a service in-process
 ==========================================  =========  ========================================
 """
 
@@ -43,6 +47,7 @@ from prometheus_client.registry import Collector
 from trainmedic.core.goodput import goodput
 from trainmedic.core.model import Action
 from trainmedic.core.states import JobState
+from trainmedic.service.source_status import SourceBoard
 from trainmedic.store import (
     AdviceRecord,
     AdviceStatus,
@@ -220,8 +225,38 @@ class StoreCollector(Collector):
         yield from job_families(store.list_jobs(), store.list_attempts(), self._now())
 
 
-def make_registry(store: Store, now: Callable[[], float] = time.time) -> CollectorRegistry:
-    """A fresh registry holding only trainmedic's store collector."""
+class SourceCollector(Collector):
+    """``trainmedic_source_up`` from the running service's source board."""
+
+    def __init__(self, board: SourceBoard) -> None:
+        self._board = board
+
+    def describe(self) -> Iterator[Metric]:
+        yield source_family(SourceBoard())
+
+    def collect(self) -> Iterator[Metric]:
+        yield source_family(self._board)
+
+
+def source_family(board: SourceBoard) -> Metric:
+    up = GaugeMetricFamily(
+        "trainmedic_source_up",
+        "1 while the job's source can be read, 0 while it is unknown (never a failure)",
+        labels=["job_id", "source"],
+    )
+    for job_id in board.jobs():
+        for status in board.of_job(job_id):
+            up.add_metric([job_id, status.source], 1.0 if status.status == "up" else 0.0)
+    return up
+
+
+def make_registry(
+    store: Store, now: Callable[[], float] = time.time, sources: SourceBoard | None = None
+) -> CollectorRegistry:
+    """A fresh registry holding trainmedic's store collector (and the source collector when
+    the service runs in this process)."""
     registry = CollectorRegistry(auto_describe=True)
     registry.register(StoreCollector(store, now))
+    if sources is not None:
+        registry.register(SourceCollector(sources))
     return registry

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from trainmedic.service.source_status import SourceStatus
 from trainmedic.store.records import AttemptRecord, JobRecord, NodeEvent
 
 JOB_ID_PATTERN = r"^[A-Za-z0-9_.:@+-]{1,128}$"
@@ -58,10 +59,17 @@ class Reconciliation(BaseModel):
 
 
 class JobDetail(BaseModel):
-    """``GET /jobs/{id}``: the job and its attempts, oldest first."""
+    """``GET /jobs/{id}``: the job, its attempts (oldest first) and whether each of its
+    sources can be read now."""
 
     job: JobRecord
     attempts: list[AttemptRecord]
+    sources: list[SourceStatus] = Field(
+        default_factory=list,
+        description='each source of the job ("log:<path>", "checkpoints:<dir>", "scheduler", '
+        '"kernel:<node>", "dcgm:<node>"): "up", or "unknown" (cannot be read: never taken '
+        "for a failure) since when and why; empty when this API runs without the service",
+    )
 
 
 class NodeSummary(BaseModel):

@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     api = None
     if not args.no_api:
         api = ApiServer(
-            create_app(store, config),
+            create_app(store, config, sources=service.sources),
             host=config.service.api_host,
             port=config.service.api_port,
         )

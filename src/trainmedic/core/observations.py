@@ -3,6 +3,11 @@
 Every observation carries the time it was observed (Unix seconds) as a value, so the engine
 never reads a clock. Node-scoped observations (kernel log, telemetry, node state) have no job;
 the engine relates them to the jobs running on that node.
+
+Two clocks: ``time`` is when the thing happened as far as the source can tell (a line's own
+printed stamp when it has one), for ordering and reports; ``received`` is when the source read
+it, on the service's own clock. Liveness (is the job still reporting?) uses ``received``: a
+printed stamp can be in another zone, skewed, or hours old when a log is read again.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ class Progress:
     wait_time: float | None = None  # time blocked in communication
     loss: float | None = None
     samples_per_s: float | None = None
+    received: float | None = None  # when the source read it (None: same as ``time``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +56,7 @@ class CheckpointSaved:
     iteration: int
     path: str = ""
     in_progress: bool = False  # a write has started but not yet completed
+    received: float | None = None  # when the source read it (None: same as ``time``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +102,23 @@ class SourceStale:
     node: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class SourceRecovered:
+    """A source that was stale can be read again (same ``source`` name as its SourceStale)."""
+
+    time: float
+    source: str
+    job_id: str | None = None
+    node: str | None = None
+
+
 Observation = (
-    LogLine | Progress | CheckpointSaved | JobStatus | NodeStatus | TelemetrySample | SourceStale
+    LogLine
+    | Progress
+    | CheckpointSaved
+    | JobStatus
+    | NodeStatus
+    | TelemetrySample
+    | SourceStale
+    | SourceRecovered
 )

@@ -8,7 +8,8 @@ naming the source and the key path, e.g.::
     /etc/trainmedic.toml: unknown key 'service.poll_s'; valid keys: mode, poll_interval_s, ...
 
 Supported field types: nested dataclasses, ``Literal[...]``, ``str`` enums, ``tuple[X, ...]``,
-``frozenset[X]``, ``X | None`` (None means "absent"), ``bool``, ``int``, ``float`` and ``str``.
+``frozenset[X]``, ``dict[str, X]`` (a table with free keys), ``X | None`` (None means
+"absent"), ``bool``, ``int``, ``float`` and ``str``.
 Pure: it reads only the mapping it is given (``tomllib`` parsing included, from text).
 """
 
@@ -91,6 +92,10 @@ def convert(hint: Any, value: Any, key: str, source: str) -> Any:
             choices = " | ".join(repr(a) for a in args)
             raise ConfigError(f"{source}: {key} must be one of {choices}, got {value!r}")
         return value
+    if origin is dict:
+        if not isinstance(value, Mapping):
+            raise _type_error(source, key, "a table", value)
+        return {str(k): convert(args[1], v, f"{key}.{k}", source) for k, v in value.items()}
     if origin in (tuple, frozenset):
         if not isinstance(value, list):
             raise _type_error(source, key, "an array", value)

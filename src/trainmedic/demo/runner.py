@@ -26,6 +26,7 @@ from typing import Any
 from trainmedic.api.app import create_app
 from trainmedic.api.metrics import progress_spans
 from trainmedic.api.server import ApiServer
+from trainmedic.core.detect.config import SMALL_JOB
 from trainmedic.core.errors import TrainmedicError
 from trainmedic.core.goodput import goodput
 from trainmedic.core.model import Action, Kind
@@ -60,6 +61,8 @@ def demo_config(mode: str) -> Config:
         base,
         service=dataclasses.replace(base.service, mode=mode, poll_interval_s=0.2),  # type: ignore[arg-type]
         policy=dataclasses.replace(base.policy, stop_enforcement=True),
+        # The example trainer reports every step (ms apart) and starts in seconds.
+        detect=SMALL_JOB,
     )
 
 
@@ -93,7 +96,11 @@ class DemoRunner:
         )
         self.run_dir = workdir / "run"
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        api = ApiServer(create_app(self.store, config)) if self.options.api else None
+        api = (
+            ApiServer(create_app(self.store, config, sources=self.service.sources))
+            if self.options.api
+            else None
+        )
         loop = threading.Thread(target=self._loop, name="trainmedic-service", daemon=True)
         try:
             if api is not None:

@@ -1,9 +1,14 @@
 """The recovery service's control loop (the imperative shell around the pure engine).
 
 One ``cycle()``: poll the scheduler once for every watched job and every node, read every
-source (job logs, progress files, checkpoints, node kernel logs, GPU telemetry), feed the
-engine, turn its findings into stored incidents and advice (the policy decides), and let the
-executor carry advice out in action mode. ``run()`` repeats it every ``poll_interval_s``.
+source (job logs, progress files, checkpoints, node kernel logs, GPU telemetry scraped in a
+thread of its own), feed the engine, turn its findings into stored incidents and advice (the
+policy decides), and let the executor carry advice out in action mode. ``run()`` repeats it
+every ``poll_interval_s``.
+
+A source that cannot be read (a log, the scheduler, a node's kernel log or DCGM exporter) is
+"unknown" for the job, shown in ``sources`` (the API's per-job source status), and never a
+failure by itself.
 
 State lives in the store, not here: a restarted service re-registers the stored jobs, reads
 their logs again from the start (attempt banners keep old attempts' lines out of the current
@@ -18,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import tzinfo
 
 from trainmedic.core.engine.engine import Engine
 from trainmedic.core.errors import TrainmedicError
@@ -27,6 +33,8 @@ from trainmedic.core.observations import (
     NodeStatus,
     Observation,
     Progress,
+    SourceRecovered,
+    SourceStale,
 )
 from trainmedic.core.states import JobState
 from trainmedic.schedulers.base import ClusterSnapshot, SchedulerAdapter
@@ -34,10 +42,11 @@ from trainmedic.service.config.sections import Config
 from trainmedic.service.decisions import Decision, DecisionRecorder
 from trainmedic.service.discovery import discover
 from trainmedic.service.executor import Executor, ExecutorEvent
+from trainmedic.service.node_sources import NodeSources
+from trainmedic.service.source_status import SourceBoard
 from trainmedic.sources.checkpoints import CheckpointWatcher
-from trainmedic.sources.dcgm import DcgmScraper
 from trainmedic.sources.joblog import JobLogSource
-from trainmedic.sources.kernel import KernelLogSource
+from trainmedic.sources.lines import resolve_timezone
 from trainmedic.store import JobSpec, Store
 from trainmedic.store.leader import Leadership
 
@@ -58,11 +67,21 @@ class CycleResult:
 
 
 class _JobSources:
-    def __init__(self, job_id: str, spec: JobSpec) -> None:
-        self.logs = JobLogSource(job_id, spec.log_paths)
+    def __init__(
+        self, job_id: str, spec: JobSpec, tz: tzinfo, board: SourceBoard, clock: Clock
+    ) -> None:
+        self.logs = JobLogSource(job_id, spec.log_paths, tz=tz, clock=clock)
         self.checkpoints = (
-            CheckpointWatcher(job_id, spec.checkpoint_dir) if spec.checkpoint_dir else None
+            CheckpointWatcher(job_id, spec.checkpoint_dir, clock=clock)
+            if spec.checkpoint_dir
+            else None
         )
+        now = clock()
+        board.declare("scheduler", now, job_id=job_id)
+        for path in self.logs.paths:
+            board.declare(f"log:{path}", now, job_id=job_id)
+        if self.checkpoints is not None:
+            board.declare(f"checkpoints:{self.checkpoints.directory}", now, job_id=job_id)
 
     def close(self) -> None:
         self.logs.close()
@@ -72,6 +91,9 @@ class _JobSources:
         if self.checkpoints is not None:
             out.extend(self.checkpoints.poll())
         return out
+
+    def close(self) -> None:
+        self.logs.close()
 
 
 class Service:
@@ -100,14 +122,23 @@ class Service:
             stop_enforcement=config.policy.stop_enforcement,
         )
         self._jobs: dict[str, _JobSources] = {}
-        self._kernel = {
-            node: KernelLogSource(node, path) for node, path in (kernel_logs or {}).items()
-        }
-        self._telemetry = [DcgmScraper(n, url) for n, url in (telemetry_urls or {}).items()]
+        self.sources = SourceBoard()
+        # Zone-less printed stamps are read in this zone: for ordering and reports only.
+        self._tz = resolve_timezone(config.detect.log_timezone)
+        self._kernel_template = config.scheduler.slurm.kernel_log_template
+        self._nodes = NodeSources(
+            self.sources,
+            config.telemetry,
+            kernel_logs=kernel_logs,
+            kernel_template=self._kernel_template,
+            telemetry_urls=telemetry_urls,
+            tz=self._tz,
+            clock=clock,
+        )
+        self._scheduler_unknown: set[str] = set()  # jobs told the scheduler poll failed
         self._checkpoint_iter: dict[str, int] = {}  # job -> newest saved checkpoint iteration
         # Per job, the (first, latest) progress of the current attempt already stored.
         self._progress_written: dict[str, tuple[Progress | None, Progress | None]] = {}
-        self._kernel_template = config.scheduler.slurm.kernel_log_template
         self._discovered_at = float("-inf")
         self._lock = threading.Lock()
         # Jobs that ended and were let go: never watched again by this process. Per job, when
@@ -135,9 +166,9 @@ class Service:
     def _watch(self, job_id: str, spec: JobSpec) -> None:
         if job_id in self._jobs:
             return
-        self._jobs[job_id] = _JobSources(job_id, spec)
+        self._jobs[job_id] = _JobSources(job_id, spec, self._tz, self.sources, self.clock)
         for node, path in spec.kernel_logs.items():
-            self._kernel.setdefault(node, KernelLogSource(node, path))
+            self._nodes.add_kernel_log(node, path)
         attempts = self.store.list_attempts(job_id)
         if attempts:
             latest = max(attempts, key=lambda a: a.attempt)
@@ -186,11 +217,9 @@ class Service:
             observations = self._scheduler_observations(snapshot)
             for sources in self._jobs.values():
                 observations.extend(sources.poll())
-            for kernel in self._kernel.values():
-                observations.extend(kernel.poll())
-            for scraper in self._telemetry:
-                observations.extend(scraper.poll())
+            observations.extend(self._nodes.poll(now))
             now = self.clock()
+            self.sources.record(observations)
             self.engine.observe_all(observations, now)
             self._remember_progress(observations)
             result = CycleResult(now, snapshot)
@@ -240,15 +269,25 @@ class Service:
 
     def run(self, stop: threading.Event) -> None:
         interval = self.config.service.poll_interval_s
-        while not stop.is_set():
-            started = time.monotonic()
-            try:
-                self.cycle()
-            except (TrainmedicError, OSError) as exc:
-                # The loop outlives a bad cycle (store busy, a source vanished): the next
-                # cycle starts from the store and the scheduler again.
-                log.error("service cycle failed: %s", exc)
-            stop.wait(max(0.0, interval - (time.monotonic() - started)))
+        try:
+            while not stop.is_set():
+                started = time.monotonic()
+                try:
+                    self.cycle()
+                except (TrainmedicError, OSError) as exc:
+                    # The loop outlives a bad cycle (store busy, a source vanished): the next
+                    # cycle starts from the store and the scheduler again.
+                    log.error("service cycle failed: %s", exc)
+                stop.wait(max(0.0, interval - (time.monotonic() - started)))
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the telemetry thread and close the followed files (``run`` does it on exit)."""
+        with self._lock:
+            self._nodes.close()
+            for sources in self._jobs.values():
+                sources.close()
 
     def _lead(self) -> bool:
         """Whether this service leads now; on taking the lead, adopt what the old leader had
@@ -269,17 +308,25 @@ class Service:
         return leading
 
     def _scheduler_observations(self, snapshot: ClusterSnapshot) -> list[Observation]:
-        if snapshot.stale:
-            return []  # silence is "unknown", never "gone"
         out: list[Observation] = []
+        if snapshot.stale:
+            # Silence is "unknown", never "gone": each job is told once per outage, and its
+            # hang detection waits for the scheduler to answer again.
+            detail = snapshot.error or "scheduler poll failed"
+            for job_id in self._jobs:
+                if job_id not in self._scheduler_unknown:
+                    self._scheduler_unknown.add(job_id)
+                    out.append(SourceStale(snapshot.time, "scheduler", detail, job_id=job_id))
+            return out
+        for job_id in sorted(self._scheduler_unknown):
+            out.append(SourceRecovered(snapshot.time, "scheduler", job_id=job_id))
+        self._scheduler_unknown.clear()
         for job in snapshot.jobs:
             if job.job_id not in self._jobs:
                 continue
-            if self._kernel_template:
-                for name in job.nodes:
-                    if name not in self._kernel:
-                        path = self._kernel_template.format(node=name)
-                        self._kernel[name] = KernelLogSource(name, path)
+            self._nodes.jobs_run_on(job.nodes, snapshot.time)
+            if job.state is JobState.RUNNING and job.nodes:
+                self.sources.set_nodes(job.job_id, job.nodes)
             out.append(
                 JobStatus(
                     snapshot.time,

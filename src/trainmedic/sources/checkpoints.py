@@ -18,7 +18,12 @@ import re
 import time
 from pathlib import Path
 
-from trainmedic.core.observations import CheckpointSaved, Observation, SourceStale
+from trainmedic.core.observations import (
+    CheckpointSaved,
+    Observation,
+    SourceRecovered,
+    SourceStale,
+)
 from trainmedic.sources.lines import Clock
 
 _NAMES = (
@@ -73,28 +78,34 @@ class CheckpointWatcher:
 
     def poll(self) -> list[Observation]:
         now = self._clock()
+        out: list[Observation] = []
         try:
             stamp = self._mtimes()
-            if stamp == self._stamp:
-                return []
-            newest = self.newest()
+            newest = None if stamp == self._stamp else self.newest()
         except OSError as exc:
             if self._stale_reported:
                 return []
             self._stale_reported = True
             return [SourceStale(now, f"checkpoints:{self.directory}", str(exc), job_id=self.job_id)]
-        self._stale_reported = False
+        if self._stale_reported:
+            self._stale_reported = False
+            out.append(SourceRecovered(now, f"checkpoints:{self.directory}", job_id=self.job_id))
+        if stamp == self._stamp:
+            return out
         self._stamp = stamp
         if newest is None:
-            return []
+            return out
         iteration, path, mtime = newest
         key = (iteration, str(path), mtime)
         if key == self._last:
-            return []
+            return out
         self._last = key
-        return [
-            CheckpointSaved(time=mtime, job_id=self.job_id, iteration=iteration, path=str(path))
-        ]
+        out.append(
+            CheckpointSaved(
+                time=mtime, job_id=self.job_id, iteration=iteration, path=str(path), received=now
+            )
+        )
+        return out
 
     def _mtimes(self) -> tuple[int, ...]:
         stamps = [os.stat(self.directory).st_mtime_ns]

@@ -3,8 +3,9 @@
 * rotation (rename or delete, then a new file at the path): the old file is read to its end
   (a last line without newline included), then the new one from its start;
 * truncation (the size shrinks, e.g. ``copytruncate``): read again from the start;
-* a missing file is not an error: ``poll`` returns nothing and ``take_stale`` reports it once
-  per disappearance;
+* a missing or unreadable file is not an error: ``poll`` returns nothing, ``take_stale``
+  reports it once per disappearance and ``take_recovered`` once when it can be read again (a
+  read error, e.g. EIO on a network file system, closes the file and counts as one);
 * a partial last line is held until its newline arrives; invalid UTF-8 is replaced; a line
   longer than ``max_line_bytes`` is cut there (the rest of it is skipped, memory stays bounded).
 
@@ -51,7 +52,9 @@ class LogFollower:
         self._overlong = False  # the current line exceeded max_line_bytes
         self._discard = False  # started mid-line (from_end): drop bytes up to the next newline
         self._stale_pending: str | None = None
+        self._recovered_pending = False
         self._missing = False
+        self._resume: tuple[tuple[int, int], int] | None = None  # (identity, pos) after EIO
 
     @property
     def missing(self) -> bool:
@@ -61,6 +64,11 @@ class LogFollower:
         """Why the file cannot be read, once per disappearance; None otherwise."""
         detail, self._stale_pending = self._stale_pending, None
         return detail
+
+    def take_recovered(self) -> bool:
+        """True once when a file reported stale can be read again."""
+        recovered, self._recovered_pending = self._recovered_pending, False
+        return recovered
 
     def poll(self) -> list[FollowedLine]:
         lines: list[FollowedLine] = []
@@ -106,8 +114,15 @@ class LogFollower:
         st = os.fstat(handle.fileno())
         self._file = handle
         self._identity = (st.st_dev, st.st_ino)
+        if self._missing and self._stale_pending is None:
+            self._recovered_pending = True  # its staleness was reported: report the end too
         self._missing = False
         self._stale_pending = None
+        resume, self._resume = self._resume, None
+        if resume is not None and resume[0] == self._identity and resume[1] <= size:
+            handle.seek(resume[1])  # the same file after a read error: go on where it stopped
+            self._pos = resume[1]
+            return True
         self._line_no = 0
         self._partial.clear()
         self._overlong = False
@@ -138,7 +153,16 @@ class LogFollower:
     def _read(self, out: list[FollowedLine], budget: int) -> None:
         assert self._file is not None
         while budget > 0:
-            chunk = self._file.read(min(budget, 1024 * 1024))
+            try:
+                chunk = self._file.read(min(budget, 1024 * 1024))
+            except OSError as exc:
+                # The file cannot be read now: unknown, not an error of the whole service
+                # loop. Reopened once readable, where it stopped if it is the same file.
+                if self._identity is not None:
+                    self._resume = (self._identity, self._pos)
+                self._close()
+                self._mark_missing(f"{self.path}: {exc.strerror or exc}")
+                return
             if not chunk:
                 return
             budget -= len(chunk)

@@ -10,7 +10,12 @@
   line (``logparse.checkpoint``) -> ``CheckpointSaved``; both also as ``LogLine``;
 * every other line -> ``LogLine`` with source ``app_log``, rank and node from its prefix;
 * each line of a JSONL progress file -> ``Progress``;
-* a file that cannot be read -> one ``SourceStale`` per disappearance.
+* a file that cannot be read -> one ``SourceStale`` per disappearance, and a
+  ``SourceRecovered`` when it can be read again.
+
+Progress and checkpoint observations carry both the line's own (printed) time and the time
+the line was read (``received``): liveness is judged on the latter. Zone-less printed stamps
+are read in ``tz`` (the service's ``[detect] log_timezone``; None: UTC).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import os
 import re
 import time
 from collections.abc import Iterable
+from datetime import tzinfo
 
 from trainmedic.core.logparse.checkpoint import parse_checkpoint
 from trainmedic.core.logparse.prefix import parse_prefix
@@ -29,6 +35,7 @@ from trainmedic.core.observations import (
     LogLine,
     Observation,
     Progress,
+    SourceRecovered,
     SourceStale,
 )
 from trainmedic.sources.follower import LogFollower
@@ -50,11 +57,13 @@ class JobLogSource:
         log_dirs: Iterable[str | os.PathLike[str]] = (),
         progress_dirs: Iterable[str | os.PathLike[str]] = (),
         clock: Clock = time.time,
+        tz: tzinfo | None = None,
     ) -> None:
         """``log_dirs``/``progress_dirs`` are scanned for new ``*.log|out|err|txt`` and
         ``*.jsonl`` files (per-rank files appear as the job starts)."""
         self.job_id = job_id
         self._clock = clock
+        self._tz = tz
         self._logs: dict[str, LogFollower] = {}
         self._progress: dict[str, LogFollower] = {}
         for path in log_paths:
@@ -101,11 +110,13 @@ class JobLogSource:
         detail = follower.take_stale()
         if detail is not None:
             out.append(SourceStale(now, f"log:{path}", detail, job_id=self.job_id))
+        if follower.take_recovered():
+            out.append(SourceRecovered(now, f"log:{path}", job_id=self.job_id))
 
     def _log_line(
         self, path: str, line_no: int, text: str, now: float, out: list[Observation]
     ) -> None:
-        prefix = parse_prefix(text)
+        prefix = parse_prefix(text, tz=self._tz)
         body = text[prefix.body_start :]
         node = prefix.node
         m = _NODE_KV.match(body)
@@ -116,13 +127,15 @@ class JobLogSource:
         begin = _CKPT_BEGIN.search(body)
         saved = None if begin else parse_checkpoint(body)
         if begin:
-            out.append(CheckpointSaved(t, self.job_id, int(begin.group(1)), in_progress=True))
+            out.append(
+                CheckpointSaved(t, self.job_id, int(begin.group(1)), in_progress=True, received=now)
+            )
         elif saved is not None:
-            out.append(CheckpointSaved(t, self.job_id, saved, path=_saved_path(body)))
+            out.append(CheckpointSaved(t, self.job_id, saved, path=_saved_path(body), received=now))
         else:
             progress = parse_progress(body)
             if progress is not None:
-                out.append(self._progress_obs(progress, t, prefix.rank, node))
+                out.append(self._progress_obs(progress, t, prefix.rank, node, now))
                 if body.startswith("iter=") and "step_s=" in body:
                     return  # the trainer's own format: nothing for the signature matcher
         out.append(
@@ -144,10 +157,10 @@ class JobLogSource:
             return
         m = _JSON_NODE.search(text)
         t = line_time(progress.time, now)
-        out.append(self._progress_obs(progress, t, progress.rank, m.group(1) if m else None))
+        out.append(self._progress_obs(progress, t, progress.rank, m.group(1) if m else None, now))
 
     def _progress_obs(
-        self, p: ProgressLine, t: float, rank: int | None, node: str | None
+        self, p: ProgressLine, t: float, rank: int | None, node: str | None, now: float
     ) -> Progress:
         return Progress(
             time=t,
@@ -160,6 +173,7 @@ class JobLogSource:
             wait_time=p.wait_time,
             loss=p.loss,
             samples_per_s=p.samples_per_s,
+            received=now,
         )
 
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import os
 import time
+from datetime import tzinfo
 
 from trainmedic.core.logparse.prefix import parse_prefix
 from trainmedic.core.model import EvidenceSource
-from trainmedic.core.observations import LogLine, Observation, SourceStale
+from trainmedic.core.observations import LogLine, Observation, SourceRecovered, SourceStale
 from trainmedic.sources.follower import LogFollower
 from trainmedic.sources.lines import Clock, line_time
 
@@ -27,18 +28,21 @@ class KernelLogSource:
         *,
         from_end: bool = False,
         clock: Clock = time.time,
+        tz: tzinfo | None = None,
     ) -> None:
-        """``from_end``: ignore what the log already holds (a real kern.log has history)."""
+        """``from_end``: ignore what the log already holds (a real kern.log has history);
+        ``tz``: the zone of its zone-less stamps (syslog's; None: UTC)."""
         self.node = node
         self.path = os.fspath(path)
         self._follower = LogFollower(path, from_end=from_end)
         self._clock = clock
+        self._tz = tz
 
     def poll(self) -> list[Observation]:
         now = self._clock()
         out: list[Observation] = []
         for line in self._follower.poll():
-            prefix = parse_prefix(line.text)
+            prefix = parse_prefix(line.text, tz=self._tz)
             out.append(
                 LogLine(
                     time=line_time(prefix.timestamp, now),
@@ -52,6 +56,8 @@ class KernelLogSource:
         detail = self._follower.take_stale()
         if detail is not None:
             out.append(SourceStale(now, f"kernel:{self.node}", detail, node=self.node))
+        if self._follower.take_recovered():
+            out.append(SourceRecovered(now, f"kernel:{self.node}", node=self.node))
         return out
 
     def close(self) -> None:

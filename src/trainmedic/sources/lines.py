@@ -1,9 +1,14 @@
-"""Shared helpers for line-based sources: time of a line, a directory scanner."""
+"""Shared helpers for line-based sources: time of a line, the zone of printed stamps, a
+directory scanner."""
 
 from __future__ import annotations
 
+import calendar
 import os
+import time
+import zoneinfo
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
 
 Clock = Callable[[], float]
@@ -18,6 +23,41 @@ def line_time(stamp: float | None, now: float) -> float:
     if stamp is None or stamp > now + 1.0 or stamp < now - MAX_LINE_AGE_S:
         return now
     return stamp
+
+
+class LocalZone(tzinfo):
+    """The zone of this machine as ``time.localtime`` sees it (``TZ``, else /etc/localtime),
+    daylight saving included: what Python logging's ``asctime`` and syslog print in."""
+
+    def utcoffset(self, dt: datetime | None) -> timedelta:
+        if dt is None:
+            return timedelta(seconds=-time.timezone)
+        wall = dt.replace(tzinfo=None).timetuple()
+        # mktime reads the wall clock in the local zone (is_dst -1: let it decide).
+        local = time.mktime((*wall[:8], -1))
+        return timedelta(seconds=calendar.timegm(wall) - local)
+
+    def dst(self, dt: datetime | None) -> timedelta | None:
+        return None
+
+    def tzname(self, dt: datetime | None) -> str:
+        return "local"
+
+
+def resolve_timezone(name: str) -> tzinfo:
+    """``[detect] log_timezone``: "local" (this machine's zone), "UTC", or an IANA zone
+    name. Raises ValueError naming the key for an unknown zone."""
+    if name in ("", "local"):
+        return LocalZone()
+    if name.upper() in ("UTC", "Z"):
+        return UTC
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as error:
+        raise ValueError(
+            f'detect.log_timezone {name!r} is not a known zone (use "local", "UTC" or an '
+            f'IANA name such as "Europe/Paris"): {error}'
+        ) from None
 
 
 class DirectoryScan:

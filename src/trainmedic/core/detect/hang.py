@@ -1,13 +1,21 @@
-"""Hang detection: no progress for max(k x recent p99 step time, floor).
+"""Hang detection: no progress report for longer than the job's own reporting cadence allows.
 
-Three refinements keep it both fast and free of false alarms:
+The threshold follows the intervals between the job's progress *reports* (a framework prints
+one line per N iterations: Megatron every 100, the HF Trainer every 500, Lightning every 50):
+``max(floor, k x q(intervals) + margin)`` (``DetectorConfig`` documents each term). Liveness is
+measured on the service's clock, from when each report was *read*, never from the time printed
+in the line (another zone, a skewed clock, or hours old when a log is read again).
 
+Refinements that keep it both fast and free of false alarms:
+
+* until the cadence is known, and before the first report of an attempt, the job has a
+  start-up grace (learned from the job's observed start-ups, generous before any);
 * a checkpoint in progress extends the window until its ``saved`` line (or a generous cap),
   because a training loop prints nothing while it writes;
 * an NCCL/gloo timeout line (an event of kind ``hang``, e.g. gloo's ``Timed out waiting``)
   ends the wait at once: the communicator has already decided;
-* a job that has not printed its first iteration is given a start-up grace, and a job the
-  scheduler does not show RUNNING is never hung.
+* a job the scheduler does not show RUNNING is never hung, and neither is a job one of whose
+  liveness sources (its log, the scheduler) cannot be read: its silence is unknown.
 """
 
 from __future__ import annotations
@@ -27,26 +35,38 @@ class HangInputs:
     job_id: str
     now: float
     running_since: float | None  # None: the job is not RUNNING
-    last_progress: float | None  # None: no iteration yet in this attempt
-    p99_step_s: float | None
+    last_progress: float | None  # printed time of the last report; None: none in this attempt
+    report_interval_s: float | None = None  # q(intervals between reports); None: not known yet
+    startup_grace_s: float | None = None  # the grace in force; None: config.startup_grace_s
+    last_seen: float | None = None  # when the last report was read; None: last_progress
     checkpoint_started: float | None = None  # a `checkpoint begin` not yet followed by `saved`
     last_checkpoint_saved: float | None = None
     iteration: int | None = None
     nodes: tuple[str, ...] = ()
+    p99_step_s: float | None = None  # for the basis only
+    unknown_sources: tuple[str, ...] = ()  # liveness sources that cannot be read now
+    watch_from: float | None = None  # a liveness source came back: silence counts from here
 
 
-def hang_threshold(p99_step_s: float | None, config: DetectorConfig) -> float:
-    if p99_step_s is None or not math.isfinite(p99_step_s):
-        return config.hang_floor_s
-    return max(config.hang_k * p99_step_s, config.hang_floor_s)
+def hang_threshold(
+    report_interval_s: float | None, config: DetectorConfig, grace_s: float | None = None
+) -> float:
+    """Seconds without a report before a job is hung; the start-up grace while the cadence
+    is not known yet."""
+    if report_interval_s is None or not math.isfinite(report_interval_s):
+        return max(config.hang_floor_s, config.startup_grace_s if grace_s is None else grace_s)
+    return max(config.hang_floor_s, config.hang_k * report_interval_s + config.hang_margin_s)
 
 
 def check_hang(inputs: HangInputs, config: DetectorConfig) -> Anomaly | None:
     """An anomaly when the job has made no progress for longer than its threshold."""
-    if inputs.running_since is None:
+    if inputs.running_since is None or inputs.unknown_sources:
         return None
+    grace = config.startup_grace_s if inputs.startup_grace_s is None else inputs.startup_grace_s
+    watch_from = -math.inf if inputs.watch_from is None else inputs.watch_from
     if inputs.last_progress is None:
-        if inputs.now - inputs.running_since <= config.startup_grace_s:
+        start = max(inputs.running_since, watch_from)
+        if inputs.now - start <= grace:
             return None
         return Anomaly(
             kind=Kind.HANG,
@@ -55,15 +75,16 @@ def check_hang(inputs: HangInputs, config: DetectorConfig) -> Anomaly | None:
             since=inputs.running_since,
             trigger=Trigger.NO_FIRST_ITERATION,
             basis=(
-                f"no first iteration {inputs.now - inputs.running_since:.1f}s after start "
-                f"(grace {config.startup_grace_s:.0f}s)"
+                f"no first progress report {inputs.now - start:.1f}s after start "
+                f"(start-up grace {grace:.0f}s)"
             ),
             nodes=inputs.nodes,
         )
-    threshold = hang_threshold(inputs.p99_step_s, config)
-    last = inputs.last_progress
+    threshold = hang_threshold(inputs.report_interval_s, config, grace)
+    last = inputs.last_progress if inputs.last_seen is None else inputs.last_seen
     if inputs.last_checkpoint_saved is not None:
         last = max(last, inputs.last_checkpoint_saved)
+    last = max(last, watch_from)
     deadline = last + threshold
     if inputs.checkpoint_started is not None:
         deadline = max(deadline, inputs.checkpoint_started + config.checkpoint_cap_s)
@@ -78,11 +99,22 @@ def check_hang(inputs: HangInputs, config: DetectorConfig) -> Anomaly | None:
         trigger=Trigger.NO_PROGRESS,
         basis=(
             f"no progress for {inputs.now - last:.1f}s > threshold {threshold:.1f}s "
-            f"(max({config.hang_k:g} x p99 step {_fmt(inputs.p99_step_s)}, "
-            f"floor {config.hang_floor_s:g}s)){during}"
+            f"({_explain(inputs, config, grace)}){during}"
         ),
         nodes=inputs.nodes,
         iteration=inputs.iteration,
+    )
+
+
+def _explain(inputs: HangInputs, config: DetectorConfig, grace: float) -> str:
+    interval = inputs.report_interval_s
+    if interval is None or not math.isfinite(interval):
+        return f"report cadence not known yet: start-up grace {grace:.0f}s"
+    q = "max" if config.hang_quantile >= 1.0 else f"p{config.hang_quantile * 100:g}"
+    return (
+        f"max(floor {config.hang_floor_s:g}s, {config.hang_k:g} x {q} report interval "
+        f"{interval:.3f}s + margin {config.hang_margin_s:g}s); p99 step "
+        f"{_fmt(inputs.p99_step_s)}"
     )
 
 

@@ -3,7 +3,8 @@
 Usage (the engine owns the clock; this class never reads one)::
 
     state = JobDetectorState("job-1", DetectorConfig())
-    state.observe(obs)                 # JobStatus, Progress, CheckpointSaved; others ignored
+    state.observe(obs)                 # JobStatus, Progress, CheckpointSaved, SourceStale,
+                                       # SourceRecovered; others ignored
     state.observe_event(event, now)    # signature matches from this job's logs / its nodes
     for anomaly in state.check(now):   # new anomalies only, each reported once
         ...
@@ -11,8 +12,12 @@ Usage (the engine owns the clock; this class never reads one)::
 Each anomaly is reported once per episode: a hang again only after progress resumed, a
 straggler again only after the step time recovered, a crash once per attempt. A new attempt
 (``JobStatus.attempt`` grows) resets what belongs to the attempt (last progress, windows of
-recent steps, open episodes) and keeps the job's step-time baseline. Memory is bounded by the
-window sizes in :class:`DetectorConfig`.
+recent steps, open episodes) and keeps the job's step-time baseline, its reporting cadence and
+its observed start-ups. Memory is bounded by the window sizes in :class:`DetectorConfig`.
+
+A job's liveness sources are its logs (``log:<path>``) and the scheduler (``scheduler``): while
+one of them cannot be read (a ``SourceStale`` for the job), the job is never called hung, since
+its silence is unknown; when it comes back, silence is counted from then.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 from collections import deque
 
 from trainmedic.core.detect.anomaly import Anomaly
+from trainmedic.core.detect.cadence import ReportCadence
 from trainmedic.core.detect.config import DetectorConfig
 from trainmedic.core.detect.crash import crash_from_event, crash_from_status
 from trainmedic.core.detect.hang import HangInputs, check_hang, hang_from_event
@@ -27,7 +33,14 @@ from trainmedic.core.detect.nan import nan_from_event, nan_from_progress
 from trainmedic.core.detect.stats import quantile
 from trainmedic.core.detect.straggler import RankTiming, check_straggler
 from trainmedic.core.model import Event
-from trainmedic.core.observations import CheckpointSaved, JobStatus, Observation, Progress
+from trainmedic.core.observations import (
+    CheckpointSaved,
+    JobStatus,
+    Observation,
+    Progress,
+    SourceRecovered,
+    SourceStale,
+)
 from trainmedic.core.states import JobState
 
 
@@ -51,12 +64,18 @@ class JobDetectorState:
         self._p99: float | None = None
         self._baseline: deque[float] = deque(maxlen=self.config.straggler_baseline)
         self._pending: list[Anomaly] = []
+        self.cadence = ReportCadence(self.config)
+        self.unknown_sources: dict[str, str] = {}  # liveness source -> why it cannot be read
+        self.watch_from: float | None = None  # a liveness source came back at this time
+        self._previous_iteration: int | None = None  # the highest of the attempt before
         self._reset_attempt()
 
     def _reset_attempt(self) -> None:
         cfg = self.config
         self.running_since: float | None = None
-        self.last_progress: float | None = None
+        self._start_seen = False  # the attempt's start was observed (not first seen running)
+        self.last_progress: float | None = None  # printed time of the latest report
+        self.last_seen: float | None = None  # when the latest report was read
         self.iteration: int | None = None
         self._iteration_time: float | None = None
         self._iterations_seen = 0
@@ -80,12 +99,25 @@ class JobDetectorState:
             # The next step's time includes the save: keep it out of the step statistics
             # (the hang window has its own checkpoint extension).
             self._skip_step = True
+            read = obs.time if obs.received is None else obs.received
             if obs.in_progress:
-                self.checkpoint_started = obs.time
+                self.checkpoint_started = read
+                self.cadence.checkpoint_announced()
             else:
                 self.checkpoint_started = None
                 prev = self.last_checkpoint_saved
-                self.last_checkpoint_saved = obs.time if prev is None else max(prev, obs.time)
+                self.last_checkpoint_saved = read if prev is None else max(prev, read)
+        elif isinstance(obs, SourceStale | SourceRecovered) and obs.job_id == self.job_id:
+            self._observe_source(obs)
+
+    def _observe_source(self, obs: SourceStale | SourceRecovered) -> None:
+        if not (obs.source == "scheduler" or obs.source.startswith("log:")):
+            return  # checkpoints, telemetry: not what tells whether the job is alive
+        if isinstance(obs, SourceStale):
+            self.unknown_sources[obs.source] = obs.detail
+        elif self.unknown_sources.pop(obs.source, None) is not None:
+            previous = self.watch_from
+            self.watch_from = obs.time if previous is None else max(previous, obs.time)
 
     def observe_event(self, event: Event, now: float) -> None:
         """A matched line from this job's logs or from the kernel log/telemetry of its nodes."""
@@ -105,14 +137,23 @@ class JobDetectorState:
                 self._pending.append(anomaly)
 
     def _observe_status(self, status: JobStatus) -> None:
-        if status.attempt != self.attempt:
+        previous = self.state
+        new_attempt = status.attempt != self.attempt
+        if new_attempt:
             self.attempt = status.attempt
+            self._previous_iteration = self.iteration
             self._reset_attempt()
+            self.cadence.new_attempt()
         self.state = status.state
         self.nodes = status.nodes or self.nodes
         if status.state is JobState.RUNNING:
             if self.running_since is None:
                 self.running_since = status.time
+                # A job first seen already running has run for an unknown time: its
+                # start-up is learned only from a start the service saw happen.
+                self._start_seen = previous is not None and (
+                    new_attempt or previous is not JobState.RUNNING
+                )
         else:
             self.running_since = None
         if not self._crashed:
@@ -122,11 +163,19 @@ class JobDetectorState:
                 self._pending.append(anomaly)
 
     def _observe_progress(self, p: Progress) -> None:
+        read = p.time if p.received is None else p.received
         if self.running_since is None and self.state is None:
-            self.running_since = p.time  # no scheduler view: progress shows it runs
+            self.running_since = read  # no scheduler view: progress shows it runs
+        if self.last_seen is None and self._start_seen and self.running_since is not None:
+            # A new attempt resumes at or before where the last one stopped: a first report
+            # beyond it is a late line of the old attempt, not this one's start-up.
+            previous = self._previous_iteration
+            if previous is None or p.iteration <= previous:
+                self.cadence.startup(read - self.running_since)
         self.last_progress = (
             p.time if self.last_progress is None else max(self.last_progress, p.time)
         )
+        self.last_seen = read if self.last_seen is None else max(self.last_seen, read)
         self._hang_open = False
         if p.rank is not None and p.compute_time is not None and p.wait_time is not None:
             window = self._ranks.get(p.rank)
@@ -142,6 +191,7 @@ class JobDetectorState:
                 self._pending.append(anomaly)
         if self.iteration is not None and p.iteration <= self.iteration:
             return  # another rank reporting an iteration already counted
+        self.cadence.report(p.time, read)
         step = p.step_time
         if step is None and self.iteration is not None and self._iteration_time is not None:
             step = (p.time - self._iteration_time) / (p.iteration - self.iteration)
@@ -190,11 +240,16 @@ class JobDetectorState:
             now=now,
             running_since=self.running_since,
             last_progress=self.last_progress,
-            p99_step_s=self.p99_step_s,
+            report_interval_s=self.cadence.interval_s,
+            startup_grace_s=self.cadence.startup_grace_s,
+            last_seen=self.last_seen,
             checkpoint_started=self.checkpoint_started,
             last_checkpoint_saved=self.last_checkpoint_saved,
             iteration=self.iteration,
             nodes=self.nodes,
+            p99_step_s=self.p99_step_s,
+            unknown_sources=tuple(sorted(self.unknown_sources)),
+            watch_from=self.watch_from,
         )
 
     def _check_straggler(self, now: float) -> Anomaly | None:

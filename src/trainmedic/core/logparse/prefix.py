@@ -10,7 +10,10 @@ message starts.
 Clock decisions (documented because attribution compares timestamps):
 
 * ISO dates (``2024-03-07 04:58:42,954``, ``2024-03-07T04:58:42.954Z``) and ``dmesg -T`` dates
-  are full dates; without a zone they are read as UTC, so two files of one job compare.
+  are full dates. A stamp without a zone (Python logging's ``asctime``, syslog, glog) is
+  wall-clock time in the zone ``tz`` (the service passes the log machine's zone, see
+  ``[detect] log_timezone``); with no ``tz`` it is read as UTC, so two files of one job
+  compare (``analyze``).
 * syslog (``Mar  7 04:58:42``) and glog (``E0307 05:30:20.036``, torch's ``[E307 ...]``) carry
   no year. They are placed in ``year`` (default ``REFERENCE_YEAR``); ``analyze`` passes the
   year of the first full date it saw in the same input so that both clocks line up.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from datetime import UTC, datetime, tzinfo
 
 from trainmedic.core.model import LinePrefix
 
@@ -76,6 +80,14 @@ def _seconds(
     return base + (float("0." + frac) if frac else 0.0)
 
 
+def _in_zone(stamp: float | None, tz: tzinfo | None) -> float | None:
+    """A zone-less stamp parsed as UTC, read instead as wall-clock time in ``tz``."""
+    if stamp is None or tz is None:
+        return stamp
+    wall = datetime.fromtimestamp(stamp, UTC).replace(tzinfo=tz)
+    return wall.timestamp()
+
+
 def _zone_offset(zone: str | None) -> float:
     if not zone or zone == "Z":
         return 0.0
@@ -84,8 +96,9 @@ def _zone_offset(zone: str | None) -> float:
     return sign * (int(digits[:2]) * 3600 + int(digits[2:4]) * 60)
 
 
-def parse_prefix(line: str, year: int = REFERENCE_YEAR) -> LinePrefix:
-    """Peel the stacked prefixes off ``line``; unknown text ends the prefix."""
+def parse_prefix(line: str, year: int = REFERENCE_YEAR, tz: tzinfo | None = None) -> LinePrefix:
+    """Peel the stacked prefixes off ``line``; unknown text ends the prefix. Zone-less stamps
+    are wall-clock time in ``tz`` (None: UTC)."""
     rank: int | None = None
     node: str | None = None
     timestamp: float | None = None
@@ -106,13 +119,17 @@ def parse_prefix(line: str, year: int = REFERENCE_YEAR) -> LinePrefix:
             y, mo, d, hh, mi, ss = (int(g) for g in m.group(1, 2, 3, 4, 5, 6))
             ts = _seconds(y, mo, d, hh, mi, ss, m.group(7))
             if ts is not None:
-                timestamp = ts - _zone_offset(m.group(8)) if timestamp is None else timestamp
+                if m.group(8) is None:
+                    ts = _in_zone(ts, tz)
+                else:
+                    ts -= _zone_offset(m.group(8))
+                timestamp = ts if timestamp is None else timestamp
                 pos = m.end()
                 continue
         m = _SYSLOG.match(line, pos)
         if m and m.group(1) in _MONTHS:
             ts = _seconds(year, _MONTHS[m.group(1)], int(m.group(2)), *_ints(m, 3, 5), None)
-            timestamp = ts if timestamp is None else timestamp
+            timestamp = _in_zone(ts, tz) if timestamp is None else timestamp
             node = node or m.group(6)
             pos = m.end()
             continue
@@ -121,7 +138,7 @@ def parse_prefix(line: str, year: int = REFERENCE_YEAR) -> LinePrefix:
             ts = _seconds(
                 int(m.group(6)), _MONTHS[m.group(1)], int(m.group(2)), *_ints(m, 3, 5), None
             )
-            timestamp = ts if timestamp is None else timestamp
+            timestamp = _in_zone(ts, tz) if timestamp is None else timestamp
             pos = m.end()
             continue
         m = _DMESG.match(line, pos) or _KERNEL_TAG.match(line, pos)
@@ -132,13 +149,13 @@ def parse_prefix(line: str, year: int = REFERENCE_YEAR) -> LinePrefix:
         if m:
             mo, d, yy = int(m.group(1)), int(m.group(2)), int(m.group(3))
             ts = _seconds(2000 + yy, mo, d, *_ints(m, 4, 6), None)
-            timestamp = ts if timestamp is None else timestamp
+            timestamp = _in_zone(ts, tz) if timestamp is None else timestamp
             pos = m.end()
             continue
         m = _GLOG.match(line, pos)
         if m:
             ts = _seconds(year, int(m.group(2)), int(m.group(3)), *_ints(m, 4, 6), m.group(7))
-            timestamp = ts if timestamp is None else timestamp
+            timestamp = _in_zone(ts, tz) if timestamp is None else timestamp
             pos = m.end()
             continue
         m = _NCCL.match(line, pos)

@@ -19,7 +19,11 @@ ones, wrong types fail, both as one-line ``ConfigError`` naming the file and key
     hardware = 5
 
     [detect]
-    hang_k = 6.0
+    hang_k = 5.0
+    log_timezone = "local"
+
+    [telemetry]
+    dcgm_url_template = "http://{node}:9400/metrics"
 
     [scheduler]
     kind = "slurm"
@@ -43,6 +47,7 @@ from trainmedic.service.config.sections import (
     SchedulerConfig,
     ServiceConfig,
     SlurmConfig,
+    TelemetryConfig,
     WatchConfig,
 )
 
@@ -56,6 +61,7 @@ __all__ = [
     "SchedulerConfig",
     "ServiceConfig",
     "SlurmConfig",
+    "TelemetryConfig",
     "WatchConfig",
     "apply_policy_overrides",
     "default_config",

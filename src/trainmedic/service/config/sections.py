@@ -13,6 +13,7 @@ from typing import Literal
 
 from trainmedic.core.detect.config import DetectorConfig
 from trainmedic.core.policy.config import PolicyConfig, positive
+from trainmedic.sources.lines import resolve_timezone
 
 DEFAULT_API_PORT = 8377
 DB_FILE_NAME = "trainmedic.db"
@@ -152,15 +153,58 @@ class SchedulerConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class TelemetryConfig:
+    """``[telemetry]``: GPU health from a DCGM exporter on each node of a watched job.
+
+    Xid, double-bit ECC, row-remap failure and NVLink error fields are evidence from a system
+    source, as the kernel log is (a strong one may justify draining the node). An endpoint
+    that does not answer makes that node's telemetry "unknown", never an incident. With
+    neither key set, no telemetry is scraped."""
+
+    dcgm_url_template: str = ""
+    """Each node's exporter URL with ``{node}`` for the node name, e.g.
+    "http://{node}:9400/metrics" (dcgm-exporter's default port); "" = none."""
+    dcgm_urls: dict[str, str] = field(default_factory=dict)
+    """Per-node URLs (``[telemetry.dcgm_urls]`` node1 = "http://..."), before the template."""
+    scrape_interval_s: float = 10.0
+    """Seconds between two scrapes of a node (dcgm-exporter refreshes every 30 s by default)."""
+    timeout_s: float = 2.0
+    """Limit of one scrape; scrapes run in a thread of their own, never in the loop."""
+
+    def __post_init__(self) -> None:
+        positive("telemetry.scrape_interval_s", self.scrape_interval_s)
+        positive("telemetry.timeout_s", self.timeout_s)
+        if self.dcgm_url_template and "{node}" not in self.dcgm_url_template:
+            raise ValueError(
+                f"telemetry.dcgm_url_template must contain {{node}}, got {self.dcgm_url_template!r}"
+            )
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.dcgm_url_template or self.dcgm_urls)
+
+    def url_of(self, node: str) -> str | None:
+        if node in self.dcgm_urls:
+            return self.dcgm_urls[node]
+        if self.dcgm_url_template:
+            return self.dcgm_url_template.replace("{node}", node)
+        return None
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     """The whole file. ``[detect]`` holds ``trainmedic.core.detect.config.DetectorConfig``'s
-    keys (hang_k, hang_floor_s, straggler_ratio, ...: documented there)."""
+    keys (hang_k, hang_floor_s, log_timezone, straggler_ratio, ...: documented there)."""
 
     service: ServiceConfig = field(default_factory=ServiceConfig)
     watch: WatchConfig = field(default_factory=WatchConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     detect: DetectorConfig = field(default_factory=DetectorConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
+
+    def __post_init__(self) -> None:
+        resolve_timezone(self.detect.log_timezone)  # an unknown zone fails on load
 
     def acts_on(self, job_id: str, *, partition: str = "") -> bool:
         """True when advice for this job is carried out (action mode and allowlisted)."""
