@@ -92,9 +92,6 @@ class _JobSources:
             out.extend(self.checkpoints.poll())
         return out
 
-    def close(self) -> None:
-        self.logs.close()
-
 
 class Service:
     def __init__(
