@@ -3,8 +3,9 @@
 The policy (``trainmedic.core.policy.decide``) is pure; this reads the history it needs from the
 store (earlier attempts, node history, budgets), applies a job's own policy overrides, stores
 the verdict as an incident and the advice as the next generation for the job's attempt, and
-records the implicated nodes in their history. The incident and its advice are written in one
-transaction, and everything is idempotent per incident, so a service restarted after
+records in their history the implicated nodes that the cluster's own evidence names (never a
+node named only by the job's output: ``core.policy.trust``). The incident and its advice are
+written in one transaction, and everything is idempotent per incident, so a service restarted after
 ``kill -9`` that re-derives a finding changes nothing.
 """
 
@@ -17,6 +18,7 @@ from trainmedic.core.engine.engine import Finding
 from trainmedic.core.errors import ConfigError
 from trainmedic.core.policy.config import PolicyConfig
 from trainmedic.core.policy.decide import decide
+from trainmedic.core.policy.trust import node_charges
 from trainmedic.schedulers.base import ClusterSnapshot
 from trainmedic.service.config.loader import apply_policy_overrides
 from trainmedic.service.config.sections import Config
@@ -103,14 +105,16 @@ class DecisionRecorder:
         )
         incident_id, new = stored.incident_id, stored.new
         if new:
-            for node in verdict.implicated.nodes:
+            # Only the cluster's own evidence enters a node's history (core.policy.trust).
+            for charge in node_charges(verdict, context):
                 self.store.record_node_event(
-                    node,
+                    charge.node,
                     time=now,
                     job_id=finding.job_id,
                     incident_id=incident_id,
                     category=verdict.category,
-                    strong=bool(verdict.root_cause and verdict.root_cause.strong),
+                    strong=charge.strong,
+                    reason=charge.reason,
                 )
             log.info(
                 "incident %s job %s: %s/%s -> %s (%s)",

@@ -126,4 +126,5 @@ def build_context(
         cluster_size=len(snapshot.nodes),
         recent_drains=drains,
         config=config,
+        system_events=tuple(e for e in finding.evidence if e.evidence.is_system()),
     )

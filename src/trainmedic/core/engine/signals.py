@@ -119,7 +119,7 @@ def verdict_for_anomaly(anomaly: Anomaly, attributed: Verdict | None) -> Verdict
         category = Category.APPLICATION  # non-finite loss: the job's numerics, not a node
     implicated = attributed.implicated
     if not implicated.nodes and not implicated.ranks:
-        implicated = from_detector if category.is_hardware() else implicated
+        implicated = _named_by_evidence(anomaly) if category.is_hardware() else implicated
     return replace(
         attributed,
         kind=anomaly.kind,
@@ -127,3 +127,11 @@ def verdict_for_anomaly(anomaly: Anomaly, attributed: Verdict | None) -> Verdict
         implicated=implicated,
         basis=f"{anomaly.basis}; {attributed.basis}" if attributed.basis else anomaly.basis,
     )
+
+
+def _named_by_evidence(anomaly: Anomaly) -> Implicated:
+    """The detector's nodes that its own evidence names. A job-state crash or a hang lists
+    every node of the job, which says nothing about which one failed: a hardware verdict
+    resting on no line that names a node implicates none (core.policy.trust)."""
+    named = {event.node for event in anomaly.evidence}
+    return Implicated(nodes=tuple(n for n in anomaly.nodes if n in named), ranks=anomaly.ranks)
