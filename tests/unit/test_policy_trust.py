@@ -9,8 +9,11 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from trainmedic.core.detect.anomaly import Anomaly, Trigger
 from trainmedic.core.engine.signals import verdict_for_anomaly
+from trainmedic.core.errors import ConfigError
 from trainmedic.core.model import (
     Action,
     Category,
@@ -27,6 +30,7 @@ from trainmedic.core.policy.trust import NodeCharge, node_charges
 from trainmedic.core.states import JobState
 from trainmedic.schedulers.fake import FakeScheduler
 from trainmedic.service.config.sections import Config, ServiceConfig
+from trainmedic.service.discovery import check_kernel_logs
 from trainmedic.service.loop import Service
 from trainmedic.store import JobSpec, Store, sqlite_url
 
@@ -193,3 +197,14 @@ def test_a_fake_xid_in_job_output_never_drains_nor_charges_history(tmp_path: Pat
     assert charged.reason == "kernel_log evidence nvrm.xid"
     assert ("drain", "node2") in sched.calls
     store.close()
+
+
+def test_a_registration_cannot_pass_its_own_output_off_as_a_kernel_log() -> None:
+    template = "/var/log/nodes/{node}/kern.log"
+    check_kernel_logs({"node1": "/var/log/nodes/node1/kern.log"}, ["/home/a/7.out"], template)
+    with pytest.raises(ConfigError, match=r"kernel_logs.node1: '/home/a/7.out' is not node1's"):
+        check_kernel_logs({"node1": "/home/a/7.out"}, ["/home/a/7.out"], template)
+    # No template configured: any file but the job's own logs.
+    check_kernel_logs({"node1": "/var/log/kern.log"}, ["/home/a/7.out"], "")
+    with pytest.raises(ConfigError, match=r"is one of the job's own logs"):
+        check_kernel_logs({"node1": "/home/a/./7.out"}, ["/home/a/7.out"], "")

@@ -30,7 +30,9 @@ from trainmedic.api.models import (
     Reconciliation,
 )
 from trainmedic.core.errors import ConfigError, StoreError
-from trainmedic.service.config import Config, apply_policy_overrides
+from trainmedic.core.policy.overrides import job_policy
+from trainmedic.service.config import Config
+from trainmedic.service.discovery import check_kernel_logs
 from trainmedic.store import (
     AdviceRecord,
     AdviceStatus,
@@ -124,7 +126,10 @@ def create_app(store: Store, config: Config, *, now: Callable[[], float] = time.
     @app.post("/jobs", response_model=JobRecord, status_code=201, dependencies=authorised)
     def register_job(body: JobRegistration) -> JobRecord:
         # Validate the overrides now, so a bad policy is refused here, not at the incident.
-        apply_policy_overrides(config.policy, body.policy, source="policy")
+        job_policy(config.policy, body.policy, source="policy")
+        check_kernel_logs(
+            body.kernel_logs, body.log_paths, config.scheduler.slurm.kernel_log_template
+        )
         spec = JobSpec(
             log_paths=tuple(body.log_paths),
             kernel_logs=dict(body.kernel_logs),

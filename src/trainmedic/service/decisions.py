@@ -18,9 +18,9 @@ from trainmedic.core.engine.engine import Finding
 from trainmedic.core.errors import ConfigError
 from trainmedic.core.policy.config import PolicyConfig
 from trainmedic.core.policy.decide import decide
+from trainmedic.core.policy.overrides import job_policy
 from trainmedic.core.policy.trust import node_charges
 from trainmedic.schedulers.base import ClusterSnapshot
-from trainmedic.service.config.loader import apply_policy_overrides
 from trainmedic.service.config.sections import Config
 from trainmedic.service.policy_context import build_context
 from trainmedic.store import AdviceMode, AdviceRecord, Store
@@ -47,12 +47,13 @@ class DecisionRecorder:
         self.store = store
 
     def policy_for(self, job_id: str) -> PolicyConfig:
-        """``[policy]`` with the job's own overrides (its registration or Slurm comment)."""
+        """``[policy]`` tightened by the job's own overrides (its registration or Slurm
+        comment); checked again here, so a stored policy that loosens is never applied."""
         job = self.store.get_job(job_id)
         if job is None or not job.spec.policy:
             return self.config.policy
         try:
-            return apply_policy_overrides(self.config.policy, job.spec.policy, f"job {job_id}")
+            return job_policy(self.config.policy, job.spec.policy, f"job {job_id}")
         except ConfigError as exc:
             log.warning("%s; using the configured policy", exc)
             return self.config.policy
