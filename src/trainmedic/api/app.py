@@ -23,6 +23,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from trainmedic import __version__
 from trainmedic.api.metrics import make_registry
 from trainmedic.api.models import (
+    BreakerAnswer,
     Health,
     JobDetail,
     JobRegistration,
@@ -108,9 +109,26 @@ def create_app(store: Store, config: Config, *, now: Callable[[], float] = time.
 
     @app.get("/healthz", response_model=Health)
     def healthz() -> Health:
+        breaker = store.breaker_state()
         return Health(
-            status="ok", mode=config.service.mode, time=now(), jobs=len(store.list_jobs())
+            status="ok",
+            mode=config.service.mode,
+            time=now(),
+            jobs=len(store.list_jobs()),
+            drain_breaker="tripped" if breaker.tripped else "closed",
+            drain_breaker_since=breaker.tripped_at,
         )
+
+    @app.get("/breaker", response_model=BreakerAnswer)
+    def breaker_state() -> BreakerAnswer:
+        state = store.breaker_state()
+        return BreakerAnswer(state=state, advice_only=state.tripped)
+
+    @app.post("/breaker/reset", response_model=BreakerAnswer, dependencies=authorised)
+    def reset_breaker() -> BreakerAnswer:
+        """The operator's reset of a tripped drain circuit breaker (drains resume)."""
+        was, state = store.reset_breaker(now=now(), by="api")
+        return BreakerAnswer(state=state, advice_only=state.tripped, was_tripped=was)
 
     @app.get("/jobs", response_model=list[JobRecord])
     def list_jobs() -> list[JobRecord]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from trainmedic.core.engine.engine import Finding
 from trainmedic.core.errors import ConfigError
 from trainmedic.core.policy.config import PolicyConfig
+from trainmedic.core.policy.context import PolicyContext
 from trainmedic.core.policy.decide import decide
 from trainmedic.core.policy.overrides import job_policy
 from trainmedic.core.policy.trust import node_charges
@@ -105,6 +106,8 @@ class DecisionRecorder:
             evidence=finding.evidence[-MAX_STORED_EVIDENCE:],
         )
         incident_id, new = stored.incident_id, stored.new
+        if new and advice.breaker_trip:
+            self._trip_breaker(finding, context, incident_id, now)
         if new:
             # Only the cluster's own evidence enters a node's history (core.policy.trust).
             for charge in node_charges(verdict, context):
@@ -127,3 +130,19 @@ class DecisionRecorder:
                 advice.basis,
             )
         return Decision(finding, incident_id, stored.advice, new)
+
+    def _trip_breaker(
+        self, finding: Finding, context: PolicyContext, incident_id: int, now: float
+    ) -> None:
+        cfg = context.config
+        reason = (
+            f"incident {incident_id} of job {finding.job_id} would drain past "
+            f"{cfg.max_drain_fraction:.0%} of {context.cluster_size} nodes in "
+            f"{cfg.drain_window_s:g} s ({context.recent_drains} already drained)"
+        )
+        state = self.store.trip_breaker(now=now, reason=reason)
+        log.warning(
+            "drain circuit breaker tripped (%s): drains are advice only until an operator "
+            "resets it (POST /breaker/reset or `trainmedic breaker reset`)",
+            state.reason,
+        )
