@@ -9,7 +9,7 @@ may justify a drain), a preempted or timed-out job is the scheduler's doing. The
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from trainmedic.core.detect.anomaly import Anomaly
 from trainmedic.core.model import (
@@ -135,3 +135,63 @@ def _named_by_evidence(anomaly: Anomaly) -> Implicated:
     resting on no line that names a node implicates none (core.policy.trust)."""
     named = {event.node for event in anomaly.evidence}
     return Implicated(nodes=tuple(n for n in anomaly.nodes if n in named), ranks=anomaly.ranks)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeDebounce:
+    """When an unhealthy node state the scheduler reports becomes evidence.
+
+    One poll is not a node failure: Slurm shows a node ``NOT_RESPONDING`` for a missed ping,
+    and for about a second after an operator's ``scontrol update state=resume`` (``idle*``
+    until slurmd registers again, measured on the lab cluster). Such a state counts once it
+    held for ``min_polls`` polls in a row spanning ``min_s`` seconds. ``DOWN``/``FAIL`` are
+    the scheduler's verdict (it already requeued the job) and count at once, except within
+    ``resume_grace_s`` after the node came back, when they are debounced too.
+    """
+
+    min_polls: int = 3
+    min_s: float = 20.0
+    resume_grace_s: float = 60.0
+
+
+@dataclass(slots=True)
+class _NodeSeen:
+    state: NodeState
+    since: float  # first poll showing this state
+    polls: int = 1
+    reported: bool = False
+    recovered_at: float | None = None  # last time the node came back healthy
+
+
+class NodeStateFilter:
+    """Which node statuses are news: a state change, and an unhealthy state only once it held
+    (``NodeDebounce``). ``observe`` returns the status to turn into evidence, stamped with the
+    time the state began, or None."""
+
+    def __init__(self, debounce: NodeDebounce | None = None) -> None:
+        self.debounce = debounce or NodeDebounce()
+        self._seen: dict[str, _NodeSeen] = {}
+
+    def observe(self, status: NodeStatus) -> NodeStatus | None:
+        seen = self._seen.get(status.node)
+        if seen is None or seen.state is not status.state:
+            recovered = seen.recovered_at if seen else None
+            if seen is not None and seen.state.is_unhealthy() and not status.state.is_unhealthy():
+                recovered = status.time
+            seen = _NodeSeen(status.state, status.time, recovered_at=recovered)
+            self._seen[status.node] = seen
+        elif status.time > seen.since:
+            seen.polls += 1
+        if seen.reported or not status.state.is_unhealthy() or not self._held(seen, status):
+            return None
+        seen.reported = True
+        return replace(status, time=seen.since)
+
+    def _held(self, seen: _NodeSeen, status: NodeStatus) -> bool:
+        rule = self.debounce
+        resumed = (
+            seen.recovered_at is not None and seen.since - seen.recovered_at <= rule.resume_grace_s
+        )
+        if status.state is not NodeState.NOT_RESPONDING and not resumed:
+            return True
+        return seen.polls >= rule.min_polls and status.time - seen.since >= rule.min_s
