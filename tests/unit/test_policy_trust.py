@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from trainmedic.core.detect.anomaly import Anomaly, Trigger
-from trainmedic.core.engine.signals import verdict_for_anomaly
+from trainmedic.core.engine.signals import job_status_event, verdict_for_anomaly
 from trainmedic.core.errors import ConfigError
 from trainmedic.core.model import (
     Action,
@@ -24,6 +24,7 @@ from trainmedic.core.model import (
     Role,
     Verdict,
 )
+from trainmedic.core.observations import JobStatus
 from trainmedic.core.policy import PolicyContext, decide
 from trainmedic.core.policy.config import PolicyConfig
 from trainmedic.core.policy.trust import NodeCharge, node_charges
@@ -208,3 +209,15 @@ def test_a_registration_cannot_pass_its_own_output_off_as_a_kernel_log() -> None
     check_kernel_logs({"node1": "/var/log/kern.log"}, ["/home/a/7.out"], "")
     with pytest.raises(ConfigError, match=r"is one of the job's own logs"):
         check_kernel_logs({"node1": "/home/a/./7.out"}, ["/home/a/7.out"], "")
+
+
+def test_a_multi_node_jobs_node_fail_names_no_node_to_drain() -> None:
+    # Slurm's NODE_FAIL job state says one of the job's nodes failed, not which one.
+    two = job_status_event(JobStatus(5.0, "j", JobState.NODE_FAIL, ("node1", "node2")))
+    assert two is not None and two.node is None and two.strong
+    verdict = _verdict(two, ())
+    assert decide(verdict, _context()).drain_nodes == ()
+    one = job_status_event(JobStatus(5.0, "j", JobState.NODE_FAIL, ("node2",)))
+    assert one is not None and one.node == "node2"
+    single = _context(current_nodes=("node2",))
+    assert decide(_verdict(one, ("node2",)), single).drain_nodes == ("node2",)

@@ -62,7 +62,11 @@ def job_status_event(status: JobStatus) -> Event | None:
         source="scheduler",
         evidence=EvidenceSource.SCHEDULER,
         timestamp=status.time,
-        node=status.nodes[0] if status.state is JobState.NODE_FAIL and status.nodes else None,
+        # NODE_FAIL says a node of the job failed, not which: named only for a one-node job
+        # (the node DOWN event names it otherwise; never drain a guess, core.policy.trust).
+        node=status.nodes[0]
+        if status.state is JobState.NODE_FAIL and len(status.nodes) == 1
+        else None,
         action_hint=ActionHint.REQUEUE if category is Category.SCHEDULER else ActionHint.NONE,
         strong=strong,
     )
