@@ -104,6 +104,11 @@ def test_the_clusters_own_evidence_charges_history_strong_or_not() -> None:
         NodeCharge("node2", False, "kernel_log evidence nvrm.xid"),
     )
     assert decide(stdout, seen).drain_nodes == (), "weak, first incident: not drained"
+    # A storage complaint in the same kernel log says nothing against node2's hardware.
+    nfs = dataclasses.replace(
+        _event(EvidenceSource.KERNEL_LOG, "node2", strong=False), category=Category.STORAGE
+    )
+    assert node_charges(stdout, _context(system_events=(nfs,))) == ()
 
 
 def test_a_nodeless_scheduler_event_is_about_the_jobs_only_node_never_a_named_one() -> None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainmedic.core.model import Category, Event, Verdict
+from trainmedic.core.model import Event, Verdict
 from trainmedic.core.policy.context import PolicyContext
 
 
@@ -58,14 +58,15 @@ def drain_evidence(verdict: Verdict, context: PolicyContext, node: str) -> Event
 
 
 def cluster_evidence(verdict: Verdict, context: PolicyContext, node: str) -> Event | None:
-    """Any system-source event about ``node`` in this finding (strong or not, the verdict's or
-    the node's kernel/telemetry/scheduler events the finding saw): the cluster's own word that
-    something is wrong there. An application-category line says nothing about a node."""
+    """A hardware event from a system source about ``node`` in this finding (strong or not,
+    the verdict's or one of the node's kernel/telemetry/scheduler events the finding saw): the
+    cluster's own word that the node is at fault. A storage or software complaint in the same
+    kernel log says nothing against the node's hardware."""
     sole = _sole_node(verdict, context)
     for event in (*verdict_events(verdict), *context.system_events):
         if (
             event.evidence.is_system()
-            and event.category is not Category.APPLICATION
+            and event.category.is_hardware()
             and _names(event, node, sole)
         ):
             return event
