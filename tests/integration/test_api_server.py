@@ -45,7 +45,14 @@ def live(tmp_path: Path) -> Iterator[Live]:
 
 def test_health_and_openapi(live: Live) -> None:
     health = httpx.get(f"{live.url}/healthz").json()
-    assert health == {"status": "ok", "mode": "monitor", "time": 1000.0, "jobs": 0}
+    assert health == {
+        "status": "ok",
+        "mode": "monitor",
+        "time": 1000.0,
+        "jobs": 0,
+        "drain_breaker": "closed",
+        "drain_breaker_since": None,
+    }
     spec = httpx.get(f"{live.url}/openapi.json").json()
     paths = ["/jobs", "/jobs/{job_id}", "/incidents", "/incidents/{incident_id}", "/advice"]
     paths += ["/advice/{advice_id}/reconciliation", "/nodes", "/metrics", "/healthz"]

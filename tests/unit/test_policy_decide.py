@@ -171,11 +171,19 @@ def test_hardware_seen_only_in_job_stdout_is_never_drained() -> None:
 
 
 def test_repeat_offender_gets_drain_advice() -> None:
-    advice = decide(XID79_STDOUT, ctx(node_history={"node2": 1}))
+    # Weak evidence from the node's own kernel log, the node's second incident: drained.
+    link = event("mlx5.link_down", Category.NETWORK_HARDWARE, EvidenceSource.KERNEL_LOG, "node2")
+    weak = verdict(Category.NETWORK_HARDWARE, link, ("node2",))
+    assert decide(weak, ctx()).drain_nodes == ()
+    advice = decide(weak, ctx(node_history={"node2": 1}))
     assert advice.drain_nodes == ("node2",) and "repeat offender" in advice.basis
     unknown = verdict(Category.UNKNOWN, event("python.exit", Category.UNKNOWN), ("node1",))
     assert decide(unknown, ctx()).action is Action.RESTART, "first time: restart in place"
+    # The job's own output alone: excluded from the job, never drained (core.policy.trust).
     advice = decide(unknown, ctx(node_history={"node1": 3}))
+    assert advice.exclude_nodes == ("node1",) and advice.drain_nodes == ()
+    kernel = event("kernel.mce", Category.NODE_HARDWARE, EvidenceSource.KERNEL_LOG, "node1")
+    advice = decide(unknown, ctx(node_history={"node1": 3}, system_events=(kernel,)))
     assert advice.exclude_nodes == ("node1",) and advice.drain_nodes == ("node1",)
 
 

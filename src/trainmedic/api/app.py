@@ -23,6 +23,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from trainmedic import __version__
 from trainmedic.api.metrics import make_registry
 from trainmedic.api.models import (
+    BreakerAnswer,
     Health,
     JobDetail,
     JobRegistration,
@@ -30,7 +31,9 @@ from trainmedic.api.models import (
     Reconciliation,
 )
 from trainmedic.core.errors import ConfigError, StoreError
-from trainmedic.service.config import Config, apply_policy_overrides
+from trainmedic.core.policy.overrides import job_policy
+from trainmedic.service.config import Config
+from trainmedic.service.discovery import check_kernel_logs
 from trainmedic.service.source_status import SourceBoard
 from trainmedic.store import (
     AdviceRecord,
@@ -114,9 +117,26 @@ def create_app(
 
     @app.get("/healthz", response_model=Health)
     def healthz() -> Health:
+        breaker = store.breaker_state()
         return Health(
-            status="ok", mode=config.service.mode, time=now(), jobs=len(store.list_jobs())
+            status="ok",
+            mode=config.service.mode,
+            time=now(),
+            jobs=len(store.list_jobs()),
+            drain_breaker="tripped" if breaker.tripped else "closed",
+            drain_breaker_since=breaker.tripped_at,
         )
+
+    @app.get("/breaker", response_model=BreakerAnswer)
+    def breaker_state() -> BreakerAnswer:
+        state = store.breaker_state()
+        return BreakerAnswer(state=state, advice_only=state.tripped)
+
+    @app.post("/breaker/reset", response_model=BreakerAnswer, dependencies=authorised)
+    def reset_breaker() -> BreakerAnswer:
+        """The operator's reset of a tripped drain circuit breaker (drains resume)."""
+        was, state = store.reset_breaker(now=now(), by="api")
+        return BreakerAnswer(state=state, advice_only=state.tripped, was_tripped=was)
 
     @app.get("/jobs", response_model=list[JobRecord])
     def list_jobs() -> list[JobRecord]:
@@ -136,7 +156,10 @@ def create_app(
     @app.post("/jobs", response_model=JobRecord, status_code=201, dependencies=authorised)
     def register_job(body: JobRegistration) -> JobRecord:
         # Validate the overrides now, so a bad policy is refused here, not at the incident.
-        apply_policy_overrides(config.policy, body.policy, source="policy")
+        job_policy(config.policy, body.policy, source="policy")
+        check_kernel_logs(
+            body.kernel_logs, body.log_paths, config.scheduler.slurm.kernel_log_template
+        )
         spec = JobSpec(
             log_paths=tuple(body.log_paths),
             kernel_logs=dict(body.kernel_logs),

@@ -22,6 +22,8 @@ trainmedic_drains_total                     counter    node drains recorded in n
 trainmedic_advice{status,action}            gauge      advice rows by status and action
 trainmedic_job_goodput_ratio{job_id}        gauge      see ``job_goodput``
 trainmedic_jobs_watched                     gauge      registered jobs
+trainmedic_drain_breaker_tripped            gauge      1: the drain circuit breaker is tripped,
+                                                       drains are advice only until reset
 trainmedic_source_up{job_id,source}         gauge      1 while the job's source can be read, 0
                                                        while it is unknown (a vanished log, a
                                                        failed scheduler poll, a dead DCGM
@@ -202,6 +204,15 @@ def job_families(
     return [goodput, watched]
 
 
+def breaker_family(tripped: bool) -> Metric:
+    gauge = GaugeMetricFamily(
+        "trainmedic_drain_breaker_tripped",
+        "1 while the drain circuit breaker is tripped (drains are advice only until reset)",
+    )
+    gauge.add_metric([], 1.0 if tripped else 0.0)
+    return gauge
+
+
 class StoreCollector(Collector):
     """Reads the store at each scrape; ``now`` is injected so tests control the clock."""
 
@@ -214,6 +225,7 @@ class StoreCollector(Collector):
         yield from latency_families([], [])
         yield from count_families([], [], 0)
         yield from job_families([], [], 0.0)
+        yield breaker_family(False)
 
     def collect(self) -> Iterator[Metric]:
         store = self._store
@@ -223,6 +235,7 @@ class StoreCollector(Collector):
         yield from latency_families(incidents, advice)
         yield from count_families(incidents, advice, drains)
         yield from job_families(store.list_jobs(), store.list_attempts(), self._now())
+        yield breaker_family(store.breaker_state().tripped)
 
 
 class SourceCollector(Collector):

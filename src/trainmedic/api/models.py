@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from trainmedic.service.source_status import SourceStatus
-from trainmedic.store.records import AttemptRecord, JobRecord, NodeEvent
+from trainmedic.store.records import AttemptRecord, BreakerState, JobRecord, NodeEvent
 
 JOB_ID_PATTERN = r"^[A-Za-z0-9_.:@+-]{1,128}$"
 NODE_PATTERN = r"^[A-Za-z0-9_.-]{1,128}$"
@@ -88,3 +88,17 @@ class Health(BaseModel):
     mode: str
     time: float
     jobs: int
+    drain_breaker: Literal["closed", "tripped"] = Field(
+        default="closed",
+        description="tripped: drains are advice only until an operator resets the breaker "
+        "(POST /breaker/reset)",
+    )
+    drain_breaker_since: float | None = Field(default=None, description="when it tripped")
+
+
+class BreakerAnswer(BaseModel):
+    """``GET /breaker``, ``POST /breaker/reset``: the drain circuit breaker."""
+
+    state: BreakerState
+    advice_only: bool = Field(description="true while tripped: no node is drained")
+    was_tripped: bool | None = Field(default=None, description="reset only: it was tripped")

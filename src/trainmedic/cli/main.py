@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "incidents": ("trainmedic.cli.client", "list incidents (reads the API)"),
     "advice": ("trainmedic.cli.client", "list advice (reads the API)"),
     "watchdog": ("trainmedic.cli.watchdog", "release jobs held too long (fails open)"),
+    "breaker": ("trainmedic.cli.breaker", "show or reset the drain circuit breaker (the API)"),
 }
 
 

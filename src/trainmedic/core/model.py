@@ -162,6 +162,9 @@ class Advice:
     basis: str
     exclude_nodes: tuple[str, ...] = ()
     drain_nodes: tuple[str, ...] = ()
+    # Drains beyond the circuit breaker's limit were held back: the service trips the breaker
+    # (drains stay advice only until an operator resets it; see core.policy.breaker).
+    breaker_trip: bool = False
 
 
 @dataclass(frozen=True, slots=True)

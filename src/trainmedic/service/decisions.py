@@ -3,8 +3,9 @@
 The policy (``trainmedic.core.policy.decide``) is pure; this reads the history it needs from the
 store (earlier attempts, node history, budgets), applies a job's own policy overrides, stores
 the verdict as an incident and the advice as the next generation for the job's attempt, and
-records the implicated nodes in their history. The incident and its advice are written in one
-transaction, and everything is idempotent per incident, so a service restarted after
+records in their history the implicated nodes that the cluster's own evidence names (never a
+node named only by the job's output: ``core.policy.trust``). The incident and its advice are
+written in one transaction, and everything is idempotent per incident, so a service restarted after
 ``kill -9`` that re-derives a finding changes nothing.
 """
 
@@ -16,9 +17,11 @@ from dataclasses import dataclass
 from trainmedic.core.engine.engine import Finding
 from trainmedic.core.errors import ConfigError
 from trainmedic.core.policy.config import PolicyConfig
+from trainmedic.core.policy.context import PolicyContext
 from trainmedic.core.policy.decide import decide
+from trainmedic.core.policy.overrides import job_policy
+from trainmedic.core.policy.trust import node_charges
 from trainmedic.schedulers.base import ClusterSnapshot
-from trainmedic.service.config.loader import apply_policy_overrides
 from trainmedic.service.config.sections import Config
 from trainmedic.service.policy_context import build_context
 from trainmedic.store import AdviceMode, AdviceRecord, Store
@@ -45,12 +48,13 @@ class DecisionRecorder:
         self.store = store
 
     def policy_for(self, job_id: str) -> PolicyConfig:
-        """``[policy]`` with the job's own overrides (its registration or Slurm comment)."""
+        """``[policy]`` tightened by the job's own overrides (its registration or Slurm
+        comment); checked again here, so a stored policy that loosens is never applied."""
         job = self.store.get_job(job_id)
         if job is None or not job.spec.policy:
             return self.config.policy
         try:
-            return apply_policy_overrides(self.config.policy, job.spec.policy, f"job {job_id}")
+            return job_policy(self.config.policy, job.spec.policy, f"job {job_id}")
         except ConfigError as exc:
             log.warning("%s; using the configured policy", exc)
             return self.config.policy
@@ -102,15 +106,19 @@ class DecisionRecorder:
             evidence=finding.evidence[-MAX_STORED_EVIDENCE:],
         )
         incident_id, new = stored.incident_id, stored.new
+        if new and advice.breaker_trip:
+            self._trip_breaker(finding, context, incident_id, now)
         if new:
-            for node in verdict.implicated.nodes:
+            # Only the cluster's own evidence enters a node's history (core.policy.trust).
+            for charge in node_charges(verdict, context):
                 self.store.record_node_event(
-                    node,
+                    charge.node,
                     time=now,
                     job_id=finding.job_id,
                     incident_id=incident_id,
                     category=verdict.category,
-                    strong=bool(verdict.root_cause and verdict.root_cause.strong),
+                    strong=charge.strong,
+                    reason=charge.reason,
                 )
             log.info(
                 "incident %s job %s: %s/%s -> %s (%s)",
@@ -122,3 +130,19 @@ class DecisionRecorder:
                 advice.basis,
             )
         return Decision(finding, incident_id, stored.advice, new)
+
+    def _trip_breaker(
+        self, finding: Finding, context: PolicyContext, incident_id: int, now: float
+    ) -> None:
+        cfg = context.config
+        reason = (
+            f"incident {incident_id} of job {finding.job_id} would drain past "
+            f"{cfg.max_drain_fraction:.0%} of {context.cluster_size} nodes in "
+            f"{cfg.drain_window_s:g} s ({context.recent_drains} already drained)"
+        )
+        state = self.store.trip_breaker(now=now, reason=reason)
+        log.warning(
+            "drain circuit breaker tripped (%s): drains are advice only until an operator "
+            "resets it (POST /breaker/reset or `trainmedic breaker reset`)",
+            state.reason,
+        )

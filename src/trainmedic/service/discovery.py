@@ -3,22 +3,25 @@ their comment (``--comment='{"trainmedic": {"checkpoint_dir": ..., "retry_budget
 or that match the ``[watch]`` criteria of the config (partition, user, name pattern, ids).
 
 Pure: a snapshot and the config in, registrations out. The comment's ``checkpoint_dir`` goes
-to the job spec; every other key is a per-job override of ``[policy]``, validated here so a
-bad policy is reported once, naming the job, and the job is still watched with the defaults.
+to the job spec; every other key is a per-job override of ``[policy]`` that may only tighten
+it (``core.policy.overrides``: never drain limits, the breaker, the repeat-offender count or
+action mode), validated here so a refused policy is reported once, naming the job and the
+key, and the job is still watched with the operator's policy.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable
+import os.path
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from trainmedic.core.errors import ConfigError
 from trainmedic.core.policy.config import PolicyConfig
+from trainmedic.core.policy.overrides import job_policy as tightened
 from trainmedic.schedulers.base import JobInfo
 from trainmedic.schedulers.slurm.policy import parse_job_policy
-from trainmedic.service.config.loader import apply_policy_overrides
 from trainmedic.service.config.sections import WatchConfig
 from trainmedic.store import JobSpec
 
@@ -49,9 +52,10 @@ def job_policy(job: JobInfo, base: PolicyConfig) -> tuple[dict[str, Any] | None,
         return None, ""
     overrides = {k: v for k, v in policy.items() if k not in SPEC_KEYS}
     try:
-        apply_policy_overrides(base, overrides, f"job {job.job_id} comment")
+        tightened(base, overrides, f"job {job.job_id} comment")
     except ConfigError as exc:
-        return {k: v for k, v in policy.items() if k in SPEC_KEYS}, f"{exc}; using defaults"
+        spec_only = {k: v for k, v in policy.items() if k in SPEC_KEYS}
+        return spec_only, f"{exc}; watching it with the operator's policy"
     return policy, ""
 
 
@@ -95,3 +99,25 @@ def discover(
         )
         found.append(Discovered(job.job_id, job.name, spec, why))
     return found
+
+
+def check_kernel_logs(
+    kernel_logs: Mapping[str, str], log_paths: Sequence[str], template: str
+) -> None:
+    """A registration's per-node kernel logs must be the cluster's own: the operator's
+    ``kernel_log_template`` path of that node when one is configured, and never one of the
+    job's own logs (its output would pass for kernel evidence, which may drain the node).
+    ConfigError naming the node."""
+    own = {os.path.normpath(p) for p in log_paths}
+    for node, path in kernel_logs.items():
+        expected = template.format(node=node) if template else path
+        if path != expected:
+            raise ConfigError(
+                f"kernel_logs.{node}: {path[:200]!r} is not {node}'s kernel log {expected!r} "
+                "(scheduler.slurm.kernel_log_template): kernel evidence is the operator's"
+            )
+        if os.path.normpath(path) in own:
+            raise ConfigError(
+                f"kernel_logs.{node}: {path[:200]!r} is one of the job's own logs: a job's "
+                "output is never kernel evidence"
+            )

@@ -98,10 +98,14 @@ def build_context(
         if not moved:
             budget[record.category] += 1
     history: Counter[str] = Counter()
-    drains = 0
+    # The circuit breaker's count: drains advised in the window since the last reset,
+    # cluster-wide (core.policy.breaker).
+    breaker = store.breaker_state()
+    since = now - config.drain_window_s
+    if breaker.reset_at is not None:
+        since = max(since, breaker.reset_at)
+    drains = store.advised_drains(since)
     for event in store.node_history():
-        if event.drained and now - event.time <= config.drain_window_s:
-            drains += 1
         recent = now - event.time <= config.repeat_offender_window_s
         if event.incident_id is not None and not event.drained and recent:
             history[event.node] += 1
@@ -125,5 +129,7 @@ def build_context(
         healthy_spares=spares,
         cluster_size=len(snapshot.nodes),
         recent_drains=drains,
+        breaker_tripped=breaker.tripped,
         config=config,
+        system_events=tuple(e for e in finding.evidence if e.evidence.is_system()),
     )

@@ -4,20 +4,26 @@ hardware-like faults append to): every new line becomes a ``LogLine`` from a sys
 Its lines are evidence about the *node*, not a job (``job_id`` is None); the engine relates
 them to the jobs on that node. Because the source is ``kernel_log`` (a system source), a
 strong line here may justify draining the node, which the same text in a job's stdout never
-does.
+does. So a line the log's own format says a process wrote (``logger -t kernel``: a syslog tag
+with a PID or another tag, a non-kern facility, journald ``_TRANSPORT`` other than kernel; see
+``core.logparse.kernel_origin``) is dropped and counted, never passed on as kernel evidence.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from datetime import tzinfo
 
+from trainmedic.core.logparse.kernel_origin import Origin, kernel_origin
 from trainmedic.core.logparse.prefix import parse_prefix
 from trainmedic.core.model import EvidenceSource
 from trainmedic.core.observations import LogLine, Observation, SourceRecovered, SourceStale
 from trainmedic.sources.follower import LogFollower
 from trainmedic.sources.lines import Clock, line_time
+
+log = logging.getLogger(__name__)
 
 
 class KernelLogSource:
@@ -37,16 +43,21 @@ class KernelLogSource:
         self._follower = LogFollower(path, from_end=from_end)
         self._clock = clock
         self._tz = tz
+        self.refused = 0  # lines a process wrote (core.logparse.kernel_origin): dropped
 
     def poll(self) -> list[Observation]:
         now = self._clock()
         out: list[Observation] = []
         for line in self._follower.poll():
-            prefix = parse_prefix(line.text, tz=self._tz)
+            origin = kernel_origin(line.text)
+            if origin.origin is Origin.USERSPACE:
+                self._refuse(line.line_no, origin.why)
+                continue
+            prefix = parse_prefix(origin.text, tz=self._tz)
             out.append(
                 LogLine(
-                    time=line_time(prefix.timestamp, now),
-                    text=line.text,
+                    time=line_time(origin.timestamp or prefix.timestamp, now),
+                    text=origin.text,
                     source=EvidenceSource.KERNEL_LOG,
                     path=self.path,
                     line_no=line.line_no,
@@ -59,6 +70,19 @@ class KernelLogSource:
         if self._follower.take_recovered():
             out.append(SourceRecovered(now, f"kernel:{self.node}", node=self.node))
         return out
+
+    def _refuse(self, line_no: int, why: str) -> None:
+        """A line a process wrote (``logger -t kernel ...``): never kernel evidence."""
+        self.refused += 1
+        if self.refused == 1 or self.refused % 1000 == 0:
+            log.warning(
+                "kernel log %s of %s: line %d is not from the kernel (%s): ignored (%d so far)",
+                self.path,
+                self.node,
+                line_no,
+                why,
+                self.refused,
+            )
 
     def close(self) -> None:
         self._follower.close()

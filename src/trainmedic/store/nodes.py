@@ -1,4 +1,5 @@
-"""Holds (what the watchdog releases) and node history (across attempts and jobs)."""
+"""Holds (what the watchdog releases), node history (across attempts and jobs), and the drain
+circuit breaker (its trips and resets, and the drains it counts)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from trainmedic.core.model import Category
 from trainmedic.store import schema
 from trainmedic.store.base import StoreBase
 from trainmedic.store.codec import hold_from_row, node_event_from_row
-from trainmedic.store.records import HoldRecord, NodeEvent
+from trainmedic.store.records import BreakerState, HoldRecord, NodeEvent
 
 _holds = schema.holds
 _history = schema.node_history
+_breaker = schema.drain_breaker
+_advice = schema.advice
 
 
 class NodesRepository(StoreBase):
@@ -98,3 +101,74 @@ class NodesRepository(StoreBase):
             query = query.where(_history.c.node == node)
         with self._read("node history") as conn:
             return [node_event_from_row(r) for r in conn.execute(query).mappings()]
+
+    # -- the drain circuit breaker (core.policy.breaker) ----------------------------------
+
+    def breaker_state(self) -> BreakerState:
+        with self._read("breaker state") as conn:
+            return self._breaker_in(conn)
+
+    @staticmethod
+    def _breaker_in(conn: sa.Connection) -> BreakerState:
+        open_trip = (
+            conn.execute(
+                sa.select(_breaker)
+                .where(_breaker.c.reset_at.is_(None))
+                .order_by(_breaker.c.tripped_at, _breaker.c.id)
+                .limit(1)
+            )
+            .mappings()
+            .first()
+        )
+        last_reset = (
+            conn.execute(
+                sa.select(_breaker.c.reset_at, _breaker.c.reset_by)
+                .where(_breaker.c.reset_at.is_not(None))
+                .order_by(_breaker.c.reset_at.desc(), _breaker.c.id.desc())
+                .limit(1)
+            )
+            .mappings()
+            .first()
+        )
+        return BreakerState(
+            tripped=open_trip is not None,
+            tripped_at=open_trip["tripped_at"] if open_trip else None,
+            reason=open_trip["reason"] if open_trip else "",
+            reset_at=last_reset["reset_at"] if last_reset else None,
+            reset_by=last_reset["reset_by"] if last_reset else "",
+        )
+
+    def trip_breaker(self, *, now: float, reason: str) -> BreakerState:
+        """Trip the breaker; idempotent: a tripped breaker keeps its first trip."""
+        with self._write("trip the drain breaker") as conn:
+            if not self._breaker_in(conn).tripped:
+                conn.execute(sa.insert(_breaker).values(tripped_at=now, reason=reason[:2000]))
+            return self._breaker_in(conn)
+
+    def reset_breaker(self, *, now: float, by: str) -> tuple[bool, BreakerState]:
+        """An operator's reset: (whether it was tripped, the state now). Drains advised before
+        the reset no longer count towards the limit. Resetting a closed breaker changes
+        nothing."""
+        with self._write("reset the drain breaker") as conn:
+            was = self._breaker_in(conn).tripped
+            if was:
+                conn.execute(
+                    sa.update(_breaker)
+                    .where(_breaker.c.reset_at.is_(None))
+                    .values(reset_at=now, reset_by=by[:128])
+                )
+            return was, self._breaker_in(conn)
+
+    def advised_drains(self, since: float) -> int:
+        """Distinct nodes that advice created at or after ``since`` drains, every job and
+        mode (the breaker's count: advice is counted when decided, not when carried out, so
+        decisions of one cycle count each other's drains)."""
+        query = sa.select(_advice.c.drain_nodes).where(_advice.c.created_at >= since)
+        with self._read("advised drains") as conn:
+            nodes = {
+                str(node)
+                for (drained,) in conn.execute(query)
+                for node in (drained or ())
+                if isinstance(drained, list)
+            }
+        return len(nodes)

@@ -171,3 +171,14 @@ class NodeEvent:
     strong: bool
     drained: bool
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class BreakerState:
+    """The drain circuit breaker: tripped (drains are advice only) until an operator resets it."""
+
+    tripped: bool
+    tripped_at: float | None = None  # the open trip
+    reason: str = ""
+    reset_at: float | None = None  # the last reset; drains before it no longer count
+    reset_by: str = ""

@@ -122,3 +122,15 @@ node_history = sa.Table(
     sa.Column("drained", sa.Boolean, nullable=False),
     sa.Column("reason", sa.Text, nullable=False, server_default=""),
 )
+
+# The drain circuit breaker (core.policy.breaker): one row per trip; the breaker is tripped
+# while a row has no reset_at. Kept in the store so a restarted service stays tripped.
+drain_breaker = sa.Table(
+    "drain_breaker",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("tripped_at", sa.Double, nullable=False),
+    sa.Column("reason", sa.Text, nullable=False, server_default=""),
+    sa.Column("reset_at", sa.Double),
+    sa.Column("reset_by", sa.String(128), nullable=False, server_default=""),
+)

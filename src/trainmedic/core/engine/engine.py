@@ -23,6 +23,8 @@ from trainmedic.core.detect.config import DetectorConfig
 from trainmedic.core.detect.state import JobDetectorState
 from trainmedic.core.engine.signals import (
     ATTEMPT_BANNER,
+    NodeDebounce,
+    NodeStateFilter,
     job_status_event,
     node_status_event,
     verdict_for_anomaly,
@@ -47,7 +49,7 @@ from trainmedic.core.observations import (
     TelemetrySample,
 )
 from trainmedic.core.signatures.matcher import Matcher, default_matcher
-from trainmedic.core.states import JobState, NodeState
+from trainmedic.core.states import JobState
 from trainmedic.core.telemetry import telemetry_to_events
 
 __all__ = ["Engine", "Finding"]
@@ -60,6 +62,7 @@ class Engine:
         *,
         matcher: Matcher | None = None,
         settle_s: float = 0.5,
+        node_debounce: NodeDebounce | None = None,
     ) -> None:
         self.detector_config = detector_config or DetectorConfig()
         self.matcher = matcher or default_matcher()
@@ -67,7 +70,7 @@ class Engine:
         self._jobs: dict[str, JobTrack] = {}
         self._node_events: dict[str, deque[Event]] = {}
         self._telemetry: dict[tuple[str, str, str], float] = {}
-        self._node_state: dict[str, NodeState] = {}
+        self._node_filter = NodeStateFilter(node_debounce)
         self._used: set[Event] = set()  # node events an earlier finding was based on
 
     # -- watching ------------------------------------------------------------------------
@@ -114,12 +117,12 @@ class Engine:
         elif isinstance(obs, TelemetrySample):
             self._observe_telemetry(obs, now)
         elif isinstance(obs, NodeStatus):
-            # Only a change of state is news: a DOWN node is reported at every poll.
-            if self._node_state.get(obs.node) is not obs.state:
-                self._node_state[obs.node] = obs.state
-                event = node_status_event(obs)
-                if event is not None:
-                    self._add_node_event(obs.node, event, now)
+            # Only a change of state is news (a DOWN node is reported at every poll), and a
+            # NOT_RESPONDING blip only once it held (signals.NodeStateFilter).
+            confirmed = self._node_filter.observe(obs)
+            event = node_status_event(confirmed) if confirmed is not None else None
+            if event is not None:
+                self._add_node_event(obs.node, event, now)
         else:
             track = self._jobs.get(getattr(obs, "job_id", None) or "")
             if track is None:

@@ -9,7 +9,7 @@ may justify a drain), a preempted or timed-out job is the scheduler's doing. The
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from trainmedic.core.detect.anomaly import Anomaly
 from trainmedic.core.model import (
@@ -62,7 +62,11 @@ def job_status_event(status: JobStatus) -> Event | None:
         source="scheduler",
         evidence=EvidenceSource.SCHEDULER,
         timestamp=status.time,
-        node=status.nodes[0] if status.state is JobState.NODE_FAIL and status.nodes else None,
+        # NODE_FAIL says a node of the job failed, not which: named only for a one-node job
+        # (the node DOWN event names it otherwise; never drain a guess, core.policy.trust).
+        node=status.nodes[0]
+        if status.state is JobState.NODE_FAIL and len(status.nodes) == 1
+        else None,
         action_hint=ActionHint.REQUEUE if category is Category.SCHEDULER else ActionHint.NONE,
         strong=strong,
     )
@@ -119,7 +123,7 @@ def verdict_for_anomaly(anomaly: Anomaly, attributed: Verdict | None) -> Verdict
         category = Category.APPLICATION  # non-finite loss: the job's numerics, not a node
     implicated = attributed.implicated
     if not implicated.nodes and not implicated.ranks:
-        implicated = from_detector if category.is_hardware() else implicated
+        implicated = _named_by_evidence(anomaly) if category.is_hardware() else implicated
     return replace(
         attributed,
         kind=anomaly.kind,
@@ -127,3 +131,71 @@ def verdict_for_anomaly(anomaly: Anomaly, attributed: Verdict | None) -> Verdict
         implicated=implicated,
         basis=f"{anomaly.basis}; {attributed.basis}" if attributed.basis else anomaly.basis,
     )
+
+
+def _named_by_evidence(anomaly: Anomaly) -> Implicated:
+    """The detector's nodes that its own evidence names. A job-state crash or a hang lists
+    every node of the job, which says nothing about which one failed: a hardware verdict
+    resting on no line that names a node implicates none (core.policy.trust)."""
+    named = {event.node for event in anomaly.evidence}
+    return Implicated(nodes=tuple(n for n in anomaly.nodes if n in named), ranks=anomaly.ranks)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeDebounce:
+    """When an unhealthy node state the scheduler reports becomes evidence.
+
+    One poll is not a node failure: Slurm shows a node ``NOT_RESPONDING`` for a missed ping,
+    and for about a second after an operator's ``scontrol update state=resume`` (``idle*``
+    until slurmd registers again, measured on the lab cluster). Such a state counts once it
+    held for ``min_polls`` polls in a row spanning ``min_s`` seconds. ``DOWN``/``FAIL`` are
+    the scheduler's verdict (it already requeued the job) and count at once, except within
+    ``resume_grace_s`` after the node came back, when they are debounced too.
+    """
+
+    min_polls: int = 3
+    min_s: float = 20.0
+    resume_grace_s: float = 60.0
+
+
+@dataclass(slots=True)
+class _NodeSeen:
+    state: NodeState
+    since: float  # first poll showing this state
+    polls: int = 1
+    reported: bool = False
+    recovered_at: float | None = None  # last time the node came back healthy
+
+
+class NodeStateFilter:
+    """Which node statuses are news: a state change, and an unhealthy state only once it held
+    (``NodeDebounce``). ``observe`` returns the status to turn into evidence, stamped with the
+    time the state began, or None."""
+
+    def __init__(self, debounce: NodeDebounce | None = None) -> None:
+        self.debounce = debounce or NodeDebounce()
+        self._seen: dict[str, _NodeSeen] = {}
+
+    def observe(self, status: NodeStatus) -> NodeStatus | None:
+        seen = self._seen.get(status.node)
+        if seen is None or seen.state is not status.state:
+            recovered = seen.recovered_at if seen else None
+            if seen is not None and seen.state.is_unhealthy() and not status.state.is_unhealthy():
+                recovered = status.time
+            seen = _NodeSeen(status.state, status.time, recovered_at=recovered)
+            self._seen[status.node] = seen
+        elif status.time > seen.since:
+            seen.polls += 1
+        if seen.reported or not status.state.is_unhealthy() or not self._held(seen, status):
+            return None
+        seen.reported = True
+        return replace(status, time=seen.since)
+
+    def _held(self, seen: _NodeSeen, status: NodeStatus) -> bool:
+        rule = self.debounce
+        resumed = (
+            seen.recovered_at is not None and seen.since - seen.recovered_at <= rule.resume_grace_s
+        )
+        if status.state is not NodeState.NOT_RESPONDING and not resumed:
+            return True
+        return seen.polls >= rule.min_polls and status.time - seen.since >= rule.min_s

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from trainmedic.core.model import Category, Verdict
+from trainmedic.core.model import Category, Event, Verdict
 from trainmedic.core.policy.config import PolicyConfig
 
 _EMPTY: Mapping[str, int] = MappingProxyType({})
@@ -66,7 +66,13 @@ class PolicyContext:
     # Nodes in the cluster (the circuit breaker's denominator); None: no cluster is known
     # (``analyze`` reading a finished job's files), so there is nothing to break.
     cluster_size: int | None = 0
-    recent_drains: int = 0  # drains trainmedic made within policy.drain_window_s
+    # Nodes trainmedic advised draining within policy.drain_window_s (and since the drain
+    # circuit breaker was last reset), cluster-wide, every job and mode; see core.policy.breaker.
+    recent_drains: int = 0
+    breaker_tripped: bool = False  # the drain circuit breaker is open: drains are advice only
+    # The finding's system-source events (node kernel log, telemetry, scheduler), beyond the
+    # verdict's root cause and cascades: the cluster's own word about a node (core.policy.trust).
+    system_events: tuple[Event, ...] = ()
     config: PolicyConfig = field(default_factory=PolicyConfig)  # the job's [policy]
     # The application error's confirmation retry runs on other nodes when spares allow.
     confirm_on_other_nodes: bool = True

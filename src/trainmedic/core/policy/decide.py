@@ -164,6 +164,7 @@ def decide(verdict: Verdict, context: PolicyContext) -> Advice:
                 f"{basis}; restart excluding {', '.join(isolation.exclude)}",
                 exclude_nodes=isolation.exclude,
                 drain_nodes=isolation.drain,
+                breaker_trip=isolation.breaker_trip,
             )
         if cat.is_hardware() and not verdict.implicated.nodes:
             basis += "; no node named: restart in place"

@@ -5,20 +5,25 @@ Rules, in order:
 * exclusion stays minimal and feasible: only implicated nodes the failing attempt ran on, and
   no more of them than there are healthy spares to replace them, so the job can still be
   scheduled (the ones left in are named in the basis);
+* trust (``trust.py``): a node implicated only by the job's own output (attribution implicates
+  only nodes a line names) may be excluded from that job, but is never drained and never
+  counts as a repeat offender, whatever its history;
 * drain needs strong evidence from a system source (kernel log, GPU telemetry, scheduler),
-  never a line seen only in the job's own output, or a repeat offender (a node implicated in
+  or a repeat offender (a node the cluster's own evidence implicated in
   ``policy.repeat_offender_count`` incidents across attempts and jobs, this one included);
-* circuit breaker: at most ``floor(max_drain_fraction x cluster_size)`` drains per window,
-  counting the ``recent_drains`` made in ``drain_window_s``; beyond it a node is only excluded.
+* circuit breaker (``breaker.py``): at most ``floor(max_drain_fraction x cluster_size)``
+  drains per window, cluster-wide; past it the breaker trips and every drain is advice only
+  (excluded, not drained) until an operator resets it.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from trainmedic.core.model import Event, Verdict
+from trainmedic.core.policy.breaker import gate_drains
 from trainmedic.core.policy.context import PolicyContext
+from trainmedic.core.policy.trust import cluster_evidence, drain_evidence
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,20 +31,20 @@ class Isolation:
     exclude: tuple[str, ...]
     drain: tuple[str, ...]
     notes: tuple[str, ...]
+    breaker_trip: bool = False  # drains were held back: the circuit breaker trips
 
 
 def system_evidence(verdict: Verdict, node: str) -> Event | None:
     """A strong event from a system source that names ``node`` (or the only implicated one)."""
-    events = ([verdict.root_cause] if verdict.root_cause else []) + list(verdict.cascades)
-    only = verdict.implicated.nodes == (node,)
-    for event in events:
-        if event.justifies_drain() and (event.node == node or (event.node is None and only)):
-            return event
-    return None
+    return drain_evidence(verdict, PolicyContext(job_id=""), node)
 
 
 def choose_isolation(
-    verdict: Verdict, context: PolicyContext, *, may_drain: bool, offenders_only: bool = False
+    verdict: Verdict,
+    context: PolicyContext,
+    *,
+    may_drain: bool,
+    offenders_only: bool = False,
 ) -> Isolation:
     """Exclusion and drain lists with their reasons; ``offenders_only`` keeps only repeat
     offenders (for weak causes, where one incident does not justify moving the job)."""
@@ -53,16 +58,24 @@ def choose_isolation(
             notes.append(f"{', '.join(ignored)} not in the job's nodes: not excluded")
     else:
         candidates = list(implicated)
+    corroborated = {n for n in candidates if cluster_evidence(verdict, context, n) is not None}
+
+    def incidents(node: str) -> int:
+        """This one included only when the cluster's own evidence implicates the node."""
+        return context.node_history.get(node, 0) + (1 if node in corroborated else 0)
+
     if offenders_only:
-        first_time = [
-            n for n in candidates if context.node_history.get(n, 0) + 1 < cfg.repeat_offender_count
-        ]
+        first_time = [n for n in candidates if incidents(n) < cfg.repeat_offender_count]
         if first_time:
             notes.append(f"{', '.join(first_time)} implicated for the first time: kept in")
         candidates = [n for n in candidates if n not in first_time]
     # Strongest case first: system evidence, then the longest record.
     candidates.sort(
-        key=lambda n: (system_evidence(verdict, n) is None, -context.node_history.get(n, 0))
+        key=lambda n: (
+            drain_evidence(verdict, context, n) is None,
+            n not in corroborated,
+            -context.node_history.get(n, 0),
+        )
     )
     exclude = candidates
     if context.current_nodes and len(candidates) > len(context.healthy_spares):
@@ -74,29 +87,24 @@ def choose_isolation(
         )
     drain: list[str] = []
     for node in exclude if may_drain else ():
-        event = system_evidence(verdict, node)
-        incidents = context.node_history.get(node, 0) + 1
+        event = drain_evidence(verdict, context, node)
         if event is not None:
             notes.append(f"drain {node}: strong {event.evidence.value} evidence {event.signature}")
             drain.append(node)
-        elif incidents >= cfg.repeat_offender_count:
-            notes.append(f"drain {node}: repeat offender, implicated in {incidents} incidents")
+        elif node not in corroborated:
+            notes.append(
+                f"{node} not drained: no strong system-source evidence, only the job's own "
+                "output (which never drains a node nor counts in its history)"
+            )
+        elif (count := incidents(node)) >= cfg.repeat_offender_count:
+            notes.append(f"drain {node}: repeat offender, implicated in {count} incidents")
             drain.append(node)
         else:
-            notes.append(f"{node} not drained: no strong system-source evidence (job output only)")
+            notes.append(f"{node} not drained: no strong system-source evidence")
     if drain and not cfg.drain_enabled:
         notes.append(f"draining disabled by config: {', '.join(drain)} only excluded")
         drain = []
-    if drain and context.cluster_size is not None:
-        allowed = max(
-            0, math.floor(cfg.max_drain_fraction * context.cluster_size) - context.recent_drains
-        )
-        if len(drain) > allowed:
-            held = drain[allowed:]
-            drain = drain[:allowed]
-            notes.append(
-                f"circuit breaker: {context.recent_drains} recent drain(s), at most "
-                f"{cfg.max_drain_fraction:.0%} of {context.cluster_size} nodes: "
-                f"{', '.join(held)} excluded only"
-            )
-    return Isolation(tuple(exclude), tuple(drain), tuple(notes))
+    gate = gate_drains(tuple(drain), context)
+    if gate.note:
+        notes.append(gate.note)
+    return Isolation(tuple(exclude), gate.drain, tuple(notes), gate.trips)
