@@ -24,10 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from trainmedic.api.app import create_app
-from trainmedic.api.metrics import progress_spans
 from trainmedic.api.server import ApiServer
+from trainmedic.core.accounting import account_job
 from trainmedic.core.errors import TrainmedicError
-from trainmedic.core.goodput import goodput
 from trainmedic.core.model import Action, Kind
 from trainmedic.demo.report import IncidentReport, Timeline, report_entry
 from trainmedic.demo.scenarios import Scenario
@@ -37,6 +36,7 @@ from trainmedic.service.config.loader import default_config
 from trainmedic.service.config.sections import Config
 from trainmedic.service.loop import Service
 from trainmedic.store import AdviceRecord, AdviceStatus, IncidentRecord, JobSpec, Store, sqlite_url
+from trainmedic.store.facts import load_job_facts
 
 NODES = ("node1", "node2", "node3", "node4")
 
@@ -208,7 +208,9 @@ class DemoRunner:
             if self._job_finished(job_id):
                 break
         end = time.time()
-        ratio = goodput(progress_spans(self.store.list_attempts(job_id)), started, end)
+        # The one goodput (core.goodput through the accounting), over the fault window.
+        (facts,) = load_job_facts(self.store, job_id)
+        ratio = account_job(facts, end).goodput_within(started, end)
         return {
             "incidents": [e.as_json() for e in entries],
             "goodput": None if ratio is None else round(ratio, 4),
