@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
@@ -19,8 +19,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import Collector
 
 from trainmedic import __version__
+from trainmedic.api import accounting_routes, web
 from trainmedic.api.metrics import make_registry
 from trainmedic.api.models import (
     Health,
@@ -81,15 +83,22 @@ def _install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ConfigError, on_config)
 
 
-def create_app(store: Store, config: Config, *, now: Callable[[], float] = time.time) -> FastAPI:
-    """The API over ``store``; ``now`` is the clock for the timestamps it writes."""
+def create_app(
+    store: Store,
+    config: Config,
+    *,
+    now: Callable[[], float] = time.time,
+    collectors: Sequence[Collector] = (),
+) -> FastAPI:
+    """The API over ``store``; ``now`` is the clock for the timestamps it writes;
+    ``collectors`` add the process's own metrics (the webhook notifier's) to /metrics."""
     app = FastAPI(
         title="trainmedic",
         version=__version__,
         description="Jobs, incidents, advice and nodes of the trainmedic recovery service.",
     )
     _install_error_handlers(app)
-    registry = make_registry(store, now)
+    registry = make_registry(store, now, extra=collectors)
     token = config.service.api_token
 
     def require_token(
@@ -197,6 +206,9 @@ def create_app(store: Store, config: Config, *, now: Callable[[], float] = time.
             )
             for node, events in sorted(by_node.items())
         ]
+
+    accounting_routes.register(app, store, now, write=authorised)
+    web.register(app, store, config, now)
 
     @app.get("/metrics", response_class=Response)
     def metrics() -> Response:
