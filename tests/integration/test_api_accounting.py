@@ -4,6 +4,9 @@ real uvicorn server and a real SQLite store written the way the service writes i
 from __future__ import annotations
 
 import dataclasses
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -213,3 +216,30 @@ def test_pages_render_and_the_form_needs_the_write_token(live: Live) -> None:
     assert done.status_code == 303 and "answered=" in done.headers["location"]
     (saved,) = live.store.list_feedback()
     assert (saved.agree, saved.action_taken, saved.by) == (False, "stop", "web")
+
+
+def _report(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "trainmedic.cli.main", "report", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_report_cli_reads_the_api_or_the_store(live: Live, tmp_path: Path) -> None:
+    job = _report("j1", "--url", live.url)
+    assert job.returncode == 0, job.stderr
+    assert "gpu_hardware/crash" in job.stdout and "not measured" in job.stdout
+    assert "WHERE THE TIME WENT" in job.stdout
+    as_json = json.loads(_report("j1", "--url", live.url, "--json").stdout)
+    assert as_json == httpx.get(f"{live.url}/jobs/j1/accounting").json()
+    cluster = _report("--cluster", "--db", sqlite_url(str(tmp_path / "tm.db")))
+    assert cluster.returncode == 0, cluster.stderr
+    assert "BADPUT BY CAUSE" in cluster.stdout and "node2" in cluster.stdout
+    unknown = _report("nope", "--url", live.url)
+    assert unknown.returncode == 1 and len(unknown.stderr.strip().splitlines()) == 1
+    missing_dir = _report("j1", "--state-dir", str(tmp_path / "absent"))
+    assert missing_dir.returncode == 2 and "--state-dir" in missing_dir.stderr
+    neither = _report()
+    assert neither.returncode == 2

@@ -1,29 +1,13 @@
-"""How the pages write figures: durations, ratios and times, and "not measured" for None."""
+"""How the pages write figures: the accounting's durations and ratios ("not measured" for
+None), UTC times, and part or cause names as people read them."""
 
 from __future__ import annotations
 
 import time
 
-NOT_MEASURED = "not measured"
+from trainmedic.core.accounting.format import NOT_MEASURED, duration, percent
 
-
-def duration(seconds: float | None) -> str:
-    """``12.3 s``, ``4 min 05 s``, ``2 h 03 min``; "not measured" for None."""
-    if seconds is None:
-        return NOT_MEASURED
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {secs:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours} h {minutes:02d} min"
-    return f"{hours // 24} d {hours % 24:02d} h"
-
-
-def percent(ratio: float | None) -> str:
-    return NOT_MEASURED if ratio is None else f"{100 * ratio:.1f} %"
+__all__ = ["NOT_MEASURED", "clock", "duration", "label", "percent"]
 
 
 def clock(t: float | None) -> str:
