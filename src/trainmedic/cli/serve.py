@@ -33,12 +33,18 @@ def run(args: argparse.Namespace) -> int:
     Path(config.service.state_dir).mkdir(parents=True, exist_ok=True)
     store = Store(config.service.db_url)
     adapter = build_adapter(config)
+    notifier = None
+    if config.notify.slack_urls or config.notify.json_urls:
+        from trainmedic.service.notify import Notifier
+
+        notifier = Notifier(config.notify)
     service = Service(
         config,
         store,
         adapter,
         executor_id=f"service@{socket.gethostname()}",
         kernel_logs=kernel_logs_of(adapter),
+        notifier=notifier,
     )
     stop = threading.Event()
 
@@ -50,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     api = None
     if not args.no_api:
         api = ApiServer(
-            create_app(store, config),
+            create_app(store, config, collectors=[notifier.collector()] if notifier else []),
             host=config.service.api_host,
             port=config.service.api_port,
         )
@@ -65,5 +71,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if api is not None:
             api.stop()
+        if notifier is not None:
+            notifier.close()
         store.close()
     return 0

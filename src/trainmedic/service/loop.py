@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from trainmedic.core.engine.engine import Engine
 from trainmedic.core.errors import TrainmedicError
@@ -40,6 +41,9 @@ from trainmedic.sources.dcgm import DcgmScraper
 from trainmedic.sources.joblog import JobLogSource
 from trainmedic.sources.kernel import KernelLogSource
 from trainmedic.store import CheckpointSeen, JobRecord, JobSpec, NotFound, Store
+
+if TYPE_CHECKING:
+    from trainmedic.service.notify import Notifier
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], float]
@@ -78,8 +82,10 @@ class Service:
         kernel_logs: Mapping[str, str] | None = None,
         telemetry_urls: Mapping[str, str] | None = None,
         clock: Clock = time.time,
+        notifier: Notifier | None = None,
     ) -> None:
         self.config = config
+        self.notifier = notifier  # webhooks (service.notify); sends in its own thread
         self.store = store
         self.adapter = adapter
         self.clock = clock
@@ -176,6 +182,8 @@ class Service:
                 result.decisions.append(self.decisions.record(finding, snapshot, now, newest))
             if self.config.service.mode == "action":
                 result.executed = self.executor.step(snapshot, self.clock())
+            if self.notifier is not None:
+                self.notifier.cycle(result.decisions, result.executed, now)
             return result
 
     def run(self, stop: threading.Event) -> None:

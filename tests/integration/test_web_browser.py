@@ -1,0 +1,197 @@
+"""The web view end to end in real headless Chromium (Debian's ``chromium``, driven by
+Playwright): a real monitor-mode demo run (torchrun DDP training, injected GPU crash and hang,
+the real service), then ``trainmedic serve`` over the demo's store, then the pages as a
+person uses them: the cluster page, the job's timeline with the injected incidents, the
+scorecard form recording an answer that the API then returns, and the node page.
+
+Screenshots of the three pages go to ``$TRAINMEDIC_SCREENSHOTS`` (the committed ones in
+docs/screenshots/ were made with ``TRAINMEDIC_SCREENSHOTS=docs/screenshots``), else to the
+test's temporary directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+TOKEN = "browser-test-token"
+
+
+@dataclass
+class Served:
+    url: str
+    report: dict[str, Any]
+    shots: Path
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} missing: scripts/bootstrap.sh installs Debian's chromium")
+    work = tmp_path_factory.mktemp("webdemo")
+    report_path = work / "report.json"
+    demo = subprocess.run(
+        [sys.executable, "-m", "trainmedic.cli.main", "demo", "--mode", "monitor",
+         "--faults", "xid79,hang", "--workdir", str(work / "demo"),
+         "--report", str(report_path), "--no-api"],
+        capture_output=True, text=True, timeout=540,
+    )  # fmt: skip
+    assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
+    port = _free_port()
+    config = work / "serve.toml"
+    config.write_text(
+        "[service]\n"
+        'mode = "monitor"\n'
+        f'state_dir = "{work / "serve"}"\n'
+        f'db_url = "sqlite:///{work / "demo" / "state.db"}"\n'
+        f"api_port = {port}\n"
+        f'api_token = "{TOKEN}"\n'
+    )
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "trainmedic.cli.main", "serve", "--config", str(config)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert serve.poll() is None, serve.stdout.read() if serve.stdout else ""
+            assert time.monotonic() < deadline, "trainmedic serve did not answer"
+            time.sleep(0.3)
+        shots = Path(os.environ.get("TRAINMEDIC_SCREENSHOTS") or work / "screenshots")
+        shots.mkdir(parents=True, exist_ok=True)
+        yield Served(url, json.loads(report_path.read_text()), shots)
+    finally:
+        serve.terminate()
+        serve.wait(timeout=30)
+        shutil.rmtree(work / "demo" / "run", ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def browser(served: Served) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1360, "height": 900})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+def _job_id(served: Served) -> str:
+    return str(served.report["job_id"])
+
+
+def test_cluster_page_renders_with_its_chart(served: Served, page: Any) -> None:
+    page.goto(f"{served.url}/ui")
+    assert page.title() == "trainmedic"
+    job_link = page.locator(f'#jobs a[href="/ui/jobs/{_job_id(served)}"]')
+    assert job_link.count() == 1
+    # Monitor mode: the demo's advice waits for an operator's answer.
+    assert page.locator("#advice-waiting tbody tr a").count() >= 2
+    page.wait_for_selector("#badput-chart[data-drawn]")
+    badput = page.locator("#badput").inner_text()
+    assert "gpu hardware" in badput and "unknown" in badput
+    page.screenshot(path=str(served.shots / "cluster.png"), full_page=True)
+
+
+def test_job_timeline_shows_the_injected_incidents(served: Served, page: Any) -> None:
+    page.goto(f"{served.url}/ui")
+    page.click(f'#jobs a[href="/ui/jobs/{_job_id(served)}"]')
+    page.wait_for_selector("#timeline")
+    markers = page.locator("#timeline .marker")
+    assert markers.count() == len(served.report["incidents"])
+    for injected in served.report["incidents"]:
+        kind, category = injected["kind"], injected["category"].replace("_", " ")
+        heading = page.locator("article.incident h4", has_text=f"{kind} / {category}")
+        assert heading.count() >= 1, f"{kind} / {category} not on the job page"
+    xid = page.locator("article.incident", has_text="crash / gpu hardware").first
+    assert "Basis:" in xid.inner_text() and "monitor mode: recorded" in xid.inner_text()
+    page.wait_for_selector("#parts-chart[data-drawn]")
+    rows = page.locator("#interruptions tbody tr")
+    assert rows.count() == len(served.report["incidents"])
+    page.screenshot(path=str(served.shots / "job.png"), full_page=True)
+
+
+def test_scorecard_form_records_an_answer_the_api_returns(served: Served, page: Any) -> None:
+    page.goto(f"{served.url}/ui/jobs/{_job_id(served)}")
+    form = page.locator("form.feedback").first
+    advice_id = int(form.get_attribute("action").split("/")[3])
+    form.locator('input[name="agree"][value="yes"]').check()
+    form.locator('select[name="action_taken"]').select_option("restart")
+    form.locator('input[name="note"]').fill("plain requeue by hand")
+    form.locator('input[name="by"]').fill("playwright")
+    form.locator('input[name="api_token"]').fill(TOKEN)
+    form.locator('button[type="submit"]').click()
+    page.wait_for_selector('[role="status"]')
+    assert "Answer recorded" in page.locator(f"#advice-{advice_id}").inner_text()
+    answers = httpx.get(f"{served.url}/advice/{advice_id}/feedback").json()
+    assert [(a["agree"], a["action_taken"], a["by"]) for a in answers] == [
+        (True, "restart", "playwright")
+    ]
+    page.goto(f"{served.url}/ui")
+    assert "100.0 %" in page.locator("#scorecard-1").inner_text()
+    # A wrong write token is refused and records nothing.
+    page.goto(f"{served.url}/ui/jobs/{_job_id(served)}")
+    form = page.locator("form.feedback").first
+    form.locator('input[name="agree"][value="no"]').check()
+    form.locator('input[name="api_token"]').fill("wrong")
+    form.locator('button[type="submit"]').click()
+    assert "write token" in page.locator('[role="alert"]').inner_text()
+    assert len(httpx.get(f"{served.url}/advice/{advice_id}/feedback").json()) == 1
+
+
+def test_node_page_shows_the_history(served: Served, page: Any) -> None:
+    xid = next(i for i in served.report["incidents"] if i["fault"] == "xid79")
+    node = xid["implicated_nodes"][0]
+    page.goto(f"{served.url}/ui/jobs/{_job_id(served)}")
+    page.goto(f"{served.url}/ui/nodes/{node}")
+    history = page.locator("#history tbody").inner_text()
+    assert "gpu hardware" in history and _job_id(served) in history
+    page.screenshot(path=str(served.shots / "node.png"), full_page=True)
