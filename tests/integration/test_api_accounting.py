@@ -17,6 +17,7 @@ from trainmedic.api import create_app
 from trainmedic.api.server import ApiServer
 from trainmedic.core.model import Action, Advice, Category, Event, Implicated, Kind, Role, Verdict
 from trainmedic.service.config import default_config
+from trainmedic.service.config.sections import ServiceConfig
 from trainmedic.store import AdviceMode, AdviceStatus, CheckpointSeen, Store, sqlite_url
 
 pytestmark = pytest.mark.slow
@@ -243,3 +244,28 @@ def test_report_cli_reads_the_api_or_the_store(live: Live, tmp_path: Path) -> No
     assert missing_dir.returncode == 2 and "--state-dir" in missing_dir.stderr
     neither = _report()
     assert neither.returncode == 2
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _ServiceWithReadToken(ServiceConfig):
+    """What the API hardening adds (``service.read_token``): the pages pick it up by name."""
+
+    read_token: str = ""
+
+
+def test_pages_need_the_read_token_once_one_is_configured(tmp_path: Path) -> None:
+    url = sqlite_url(str(tmp_path / "tm.db"))
+    populate(Store(url))
+    base = default_config({"HOME": str(tmp_path)})
+    kept = {f.name: getattr(base.service, f.name) for f in dataclasses.fields(ServiceConfig)}
+    service = _ServiceWithReadToken(**{**kept, "api_token": TOKEN}, read_token="reader")
+    app = create_app(Store(url), dataclasses.replace(base, service=service), now=lambda: NOW)
+    with ApiServer(app) as server, httpx.Client(base_url=server.url) as client:
+        refused = client.get("/ui/jobs/j1")
+        assert refused.status_code == 401 and "Token needed" in refused.text
+        assert client.get("/ui", params={"token": "wrong"}).status_code == 401
+        opened = client.get("/ui", params={"token": "reader"})
+        assert opened.status_code == 200 and client.cookies.get("token") == "reader"
+        assert client.get("/ui/jobs/j1").status_code == 200  # the cookie carries it
+        bearer = httpx.get(f"{server.url}/ui/nodes/node2", headers=AUTH)
+        assert bearer.status_code == 200  # the write token reads too

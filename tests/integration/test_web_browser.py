@@ -1,8 +1,9 @@
 """The web view end to end in real headless Chromium (Debian's ``chromium``, driven by
 Playwright): a real monitor-mode demo run (torchrun DDP training, injected GPU crash and hang,
-the real service), then ``trainmedic serve`` over the demo's store, then the pages as a
+the real service), then the service's HTTP app over the demo's store, then the pages as a
 person uses them: the cluster page, the job's timeline with the injected incidents, the
-scorecard form recording an answer that the API then returns, and the node page.
+scorecard form recording an answer that the API then returns, and the node page; and
+``trainmedic serve`` serving them.
 
 Screenshots of the three pages go to ``$TRAINMEDIC_SCREENSHOTS`` (the committed ones in
 docs/screenshots/ were made with ``TRAINMEDIC_SCREENSHOTS=docs/screenshots``), else to the
@@ -11,6 +12,7 @@ test's temporary directory.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -25,6 +27,11 @@ from typing import Any
 
 import httpx
 import pytest
+
+from trainmedic.api import create_app
+from trainmedic.api.server import ApiServer
+from trainmedic.service.config import default_config
+from trainmedic.store import Store, sqlite_url
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -68,38 +75,21 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         capture_output=True, text=True, timeout=540,
     )  # fmt: skip
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
-    port = _free_port()
-    config = work / "serve.toml"
-    config.write_text(
-        "[service]\n"
-        'mode = "monitor"\n'
-        f'state_dir = "{work / "serve"}"\n'
-        f'db_url = "sqlite:///{work / "demo" / "state.db"}"\n'
-        f"api_port = {port}\n"
-        f'api_token = "{TOKEN}"\n'
+    # The service's own API app over the demo's store. Not `trainmedic serve` itself: its
+    # loop would watch the demo's finished job through a fresh local scheduler that no longer
+    # knows it (see test_serve_serves_the_pages for serve).
+    base = default_config({"HOME": str(work)})
+    config = dataclasses.replace(
+        base, service=dataclasses.replace(base.service, mode="monitor", api_token=TOKEN)
     )
-    serve = subprocess.Popen(
-        [sys.executable, "-m", "trainmedic.cli.main", "serve", "--config", str(config)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    store = Store(sqlite_url(str(work / "demo" / "state.db")))
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert serve.poll() is None, serve.stdout.read() if serve.stdout else ""
-            assert time.monotonic() < deadline, "trainmedic serve did not answer"
-            time.sleep(0.3)
-        shots = Path(os.environ.get("TRAINMEDIC_SCREENSHOTS") or work / "screenshots")
-        shots.mkdir(parents=True, exist_ok=True)
-        yield Served(url, json.loads(report_path.read_text()), shots)
+        with ApiServer(create_app(store, config)) as server:
+            shots = Path(os.environ.get("TRAINMEDIC_SCREENSHOTS") or work / "screenshots")
+            shots.mkdir(parents=True, exist_ok=True)
+            yield Served(server.url, json.loads(report_path.read_text()), shots)
     finally:
-        serve.terminate()
-        serve.wait(timeout=30)
+        store.close()
         shutil.rmtree(work / "demo" / "run", ignore_errors=True)
 
 
@@ -145,8 +135,12 @@ def test_job_timeline_shows_the_injected_incidents(served: Served, page: Any) ->
     page.goto(f"{served.url}/ui")
     page.click(f'#jobs a[href="/ui/jobs/{_job_id(served)}"]')
     page.wait_for_selector("#timeline")
-    markers = page.locator("#timeline .marker")
-    assert markers.count() == len(served.report["incidents"])
+    stored = httpx.get(f"{served.url}/incidents", params={"job_id": _job_id(served)}).json()
+    assert page.locator("#timeline .marker").count() == len(stored)
+    # Beyond the injected faults only straggler reports may come (noisy shared cores).
+    assert len(stored) >= len(served.report["incidents"])
+    injected_at = {i["detected_at"] for i in served.report["incidents"]}
+    assert all(i["kind"] == "straggler" for i in stored if i["detected_at"] not in injected_at)
     for injected in served.report["incidents"]:
         kind, category = injected["kind"], injected["category"].replace("_", " ")
         heading = page.locator("article.incident h4", has_text=f"{kind} / {category}")
@@ -154,8 +148,11 @@ def test_job_timeline_shows_the_injected_incidents(served: Served, page: Any) ->
     xid = page.locator("article.incident", has_text="crash / gpu hardware").first
     assert "Basis:" in xid.inner_text() and "monitor mode: recorded" in xid.inner_text()
     page.wait_for_selector("#parts-chart[data-drawn]")
+    accounting = httpx.get(f"{served.url}/jobs/{_job_id(served)}/accounting").json()
     rows = page.locator("#interruptions tbody tr")
-    assert rows.count() == len(served.report["incidents"])
+    assert rows.count() == len(accounting["interruptions"]) >= 2  # the crash and the hang
+    causes = page.locator("#interruptions").inner_text()
+    assert "gpu hardware (crash)" in causes and "unknown (hang)" in causes
     page.screenshot(path=str(served.shots / "job.png"), full_page=True)
 
 
@@ -195,3 +192,37 @@ def test_node_page_shows_the_history(served: Served, page: Any) -> None:
     history = page.locator("#history tbody").inner_text()
     assert "gpu hardware" in history and _job_id(served) in history
     page.screenshot(path=str(served.shots / "node.png"), full_page=True)
+
+
+def test_serve_serves_the_pages(tmp_path: Path, browser: Any) -> None:
+    """`trainmedic serve` (loop and API in one process) serves the web view."""
+    port = _free_port()
+    config = tmp_path / "serve.toml"
+    config.write_text(
+        f'[service]\nstate_dir = "{tmp_path}"\napi_port = {port}\napi_token = "{TOKEN}"\n'
+    )
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "trainmedic.cli.main", "serve", "--config", str(config)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert serve.poll() is None, serve.stdout.read() if serve.stdout else ""
+            assert time.monotonic() < deadline, "trainmedic serve did not answer"
+            time.sleep(0.3)
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(url)  # / redirects to the cluster page
+        assert page.url == f"{url}/ui"
+        assert "no jobs watched" in page.locator("#jobs").inner_text()
+        context.close()
+    finally:
+        serve.terminate()
+        serve.wait(timeout=30)

@@ -44,13 +44,11 @@ def register(app: FastAPI, store: Store, config: Config, now: Callable[[], float
     app.mount("/ui/static", StaticFiles(directory=str(HERE / "static")), name="ui-static")
 
     def render(request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
+        page = {"title": "trainmedic", "mode": config.service.mode, "now": now()}
         if not auth.may_read(request, config):
-            return pages.TemplateResponse(
-                request, "login.html", {"title": "trainmedic: token needed"}, status_code=401
-            )
-        context.setdefault("title", "trainmedic")
-        context["mode"] = config.service.mode
-        context["now"] = now()
+            page["title"] = "trainmedic: token needed"
+            return pages.TemplateResponse(request, "login.html", page, status_code=401)
+        context = {**page, **context}
         response = pages.TemplateResponse(request, name, context, status_code=status)
         query_token = request.query_params.get("token")
         if query_token and auth.may_read(request, config):
