@@ -5,7 +5,8 @@ person uses them: the cluster page, the job's timeline with the injected inciden
 scorecard form recording an answer that the API then returns, and the node page; and
 ``trainmedic serve`` serving them.
 
-Screenshots of the three pages go to ``$TRAINMEDIC_SCREENSHOTS`` (the committed ones in
+Screenshots of the three pages (job and cluster after the answer) go to
+``$TRAINMEDIC_SCREENSHOTS`` (the committed ones in
 docs/screenshots/ were made with ``TRAINMEDIC_SCREENSHOTS=docs/screenshots``), else to the
 test's temporary directory.
 """
@@ -128,7 +129,6 @@ def test_cluster_page_renders_with_its_chart(served: Served, page: Any) -> None:
     page.wait_for_selector("#badput-chart[data-drawn]")
     badput = page.locator("#badput").inner_text()
     assert "gpu hardware" in badput and "unknown" in badput
-    page.screenshot(path=str(served.shots / "cluster.png"), full_page=True)
 
 
 def test_job_timeline_shows_the_injected_incidents(served: Served, page: Any) -> None:
@@ -153,7 +153,6 @@ def test_job_timeline_shows_the_injected_incidents(served: Served, page: Any) ->
     assert rows.count() == len(accounting["interruptions"]) >= 2  # the crash and the hang
     causes = page.locator("#interruptions").inner_text()
     assert "gpu hardware (crash)" in causes and "unknown (hang)" in causes
-    page.screenshot(path=str(served.shots / "job.png"), full_page=True)
 
 
 def test_scorecard_form_records_an_answer_the_api_returns(served: Served, page: Any) -> None:
@@ -168,12 +167,16 @@ def test_scorecard_form_records_an_answer_the_api_returns(served: Served, page: 
     form.locator('button[type="submit"]').click()
     page.wait_for_selector('[role="status"]')
     assert "Answer recorded" in page.locator(f"#advice-{advice_id}").inner_text()
+    page.wait_for_selector("#parts-chart[data-drawn]")
+    page.screenshot(path=str(served.shots / "job.png"), full_page=True)
     answers = httpx.get(f"{served.url}/advice/{advice_id}/feedback").json()
     assert [(a["agree"], a["action_taken"], a["by"]) for a in answers] == [
         (True, "restart", "playwright")
     ]
     page.goto(f"{served.url}/ui")
     assert "100.0 %" in page.locator("#scorecard-1").inner_text()
+    page.wait_for_selector("#badput-chart[data-drawn]")
+    page.screenshot(path=str(served.shots / "cluster.png"), full_page=True)
     # A wrong write token is refused and records nothing.
     page.goto(f"{served.url}/ui/jobs/{_job_id(served)}")
     form = page.locator("form.feedback").first

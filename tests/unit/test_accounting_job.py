@@ -144,3 +144,13 @@ def test_an_attempt_that_never_trained_hands_over_its_window() -> None:
     assert first.window == (120.0, 130.0)  # until the next attempt's own interruption begins
     assert second.window == (130.0, 160.0) and second.category == "network_hardware"
     assert sum(account.by_part().values()) == pytest.approx(180.0)
+
+
+def test_a_job_its_owner_cancelled_ended_without_an_interruption() -> None:
+    done = dataclasses.replace(ATTEMPT1, ended_at=201.0, end_state="CANCELLED")
+    cancelled = dataclasses.replace(
+        JOB, attempts=(ATTEMPT0, done), state="CANCELLED", terminal=True
+    )
+    assert len(account_job(cancelled, now=300.0).interruptions) == 1  # only the crash
+    failed = dataclasses.replace(cancelled, state="NODE_FAIL")
+    assert len(account_job(failed, now=300.0).interruptions) == 2

@@ -21,6 +21,7 @@ from trainmedic.core.accounting.interruptions import (
 )
 from trainmedic.core.goodput import Interval, clip, goodput, length, productive_intervals, subtract
 from trainmedic.core.model import Category, Kind
+from trainmedic.core.states import JobState
 
 CAUSES: tuple[str, ...] = (*(c.value for c in Category), "unattributed")
 """Badput causes: the eight categories, and interruptions no incident explains."""
@@ -119,17 +120,25 @@ def _job_end(job: JobFacts, now: float) -> float:
 
 def _interrupted(job: JobFacts, attempt: AttemptFacts, is_last: bool) -> bool:
     """An attempt that stopped training: a later attempt exists, or the job ended in failure,
-    or a crash/hang incident stands against the current one."""
+    or a crash/hang incident stands against the last one. A job its owner cancelled (or that
+    completed) with no such incident simply ended."""
     if not is_last:
         return True
-    if job.terminal:
-        return job.state != "COMPLETED"
+    if job.terminal and _failed(job.state):
+        return True
     # Progress after the incident: the attempt kept training (a false alarm, or it recovered).
     last = attempt.last_progress_at if attempt.last_progress_at is not None else float("-inf")
     return any(
         i.attempt == attempt.attempt and i.kind in (Kind.CRASH, Kind.HANG) and i.detected_at >= last
         for i in job.incidents
     )
+
+
+def _failed(state: str) -> bool:
+    try:
+        return JobState(state).is_failure()
+    except ValueError:
+        return False
 
 
 def _interruptions(job: JobFacts, attempts: list[AttemptFacts], end: float) -> list[Interruption]:
