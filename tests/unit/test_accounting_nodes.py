@@ -80,3 +80,14 @@ def test_cluster_summary_windows_and_waiting_advice() -> None:
     assert day.badput_by_cause["unknown"] == pytest.approx(86_400.0 - 300.0)
     answered = cluster_summary([(job, account_job(job, now))], [], {9}, now)
     assert answered.advice_waiting == ()
+
+
+def test_the_tables_follow_the_model() -> None:
+    from trainmedic.api.accounting_routes import ACTIONS_TAKEN
+    from trainmedic.core.accounting import CAUSES, Part
+
+    # An operator can say they did any action the advice can name, and the causes are the
+    # eight categories (plus unattributed): a new enum value cannot be forgotten here.
+    assert {a.value for a in Action} <= set(ACTIONS_TAKEN)
+    assert set(CAUSES) == {c.value for c in Category} | {"unattributed"}
+    assert Part.PRODUCTIVE.value == "productive" and len(set(Part)) == len(Part)
