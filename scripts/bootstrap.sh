@@ -13,6 +13,9 @@ command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need_apt+=(openssh-s
 command -v ssh >/dev/null 2>&1 || need_apt+=(openssh-client)
 # A real PostgreSQL server for the store tests (initdb/pg_ctl live outside PATH on Debian).
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need_apt+=(postgresql)
+# Headless Chromium for the web view's browser tests (driven by Playwright's Python package
+# with executable_path=/usr/bin/chromium; `playwright install` is never run).
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "bootstrap: installing Debian packages: ${need_apt[*]}"

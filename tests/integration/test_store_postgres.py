@@ -246,3 +246,35 @@ def _eventually(check: Callable[[], bool], timeout: float = 10.0) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+def test_checkpoints_and_feedback_for_the_accounting(store: Store) -> None:
+    from trainmedic.core.accounting import account_job
+    from trainmedic.store import CheckpointSeen
+    from trainmedic.store.facts import load_feedback, load_job_facts
+
+    store.register_job("pg-acc", "slurm", now=0.0)
+    store.record_attempt_start("pg-acc", 0, started_at=1.0, nodes=["n1"])
+    store.update_job_progress("pg-acc", state="RUNNING", progress_at=2.0, iteration=0)
+    store.record_checkpoints(
+        "pg-acc", [CheckpointSeen(10, 5.0, True), CheckpointSeen(10, 6.0, False)]
+    )
+    store.record_checkpoints("pg-acc", [CheckpointSeen(10, 7.0, False)])  # later: kept earliest
+    store.update_job_progress("pg-acc", progress_at=12.0, iteration=10)
+    (ckpt,) = store.list_checkpoints("pg-acc")
+    assert (ckpt.attempt, ckpt.begun_at, ckpt.saved_at) == (0, 5.0, 6.0)
+    (facts,) = load_job_facts(store, "pg-acc")
+    assert account_job(facts, now=12.0).checkpoint_s == 1.0
+    verdict = Verdict(failure=True, kind=Kind.CRASH, category=Category.STORAGE, confidence=0.7)
+    incident = store.add_incident("pg-acc", 0, verdict, detected_at=13.0)
+    advice = store.put_advice(
+        "pg-acc",
+        0,
+        Advice(Action.RESTART, "x"),
+        mode=AdviceMode.MONITOR,
+        now=13.0,
+        incident_id=incident,
+    )
+    store.add_feedback(advice.id, agree=True, action_taken="restart", now=14.0, by="ops")
+    (answer,) = load_feedback(store)
+    assert (answer.category, answer.agree) == (Category.STORAGE, True)

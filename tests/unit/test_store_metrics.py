@@ -10,6 +10,7 @@ from prometheus_client import generate_latest
 from trainmedic.api.metrics import job_goodput, make_registry
 from trainmedic.core.model import Action, Advice, Category, Kind, Verdict
 from trainmedic.store import AdviceMode, AdviceStatus, Store, sqlite_url
+from trainmedic.store.facts import load_job_facts
 
 CRASH = Verdict(failure=True, kind=Kind.CRASH, category=Category.GPU_HARDWARE, confidence=0.9)
 HANG = Verdict(failure=True, kind=Kind.HANG, category=Category.UNKNOWN, confidence=0.5)
@@ -77,7 +78,8 @@ def test_goodput_of_a_finished_job_stops_at_its_end(store: Store) -> None:
     store.update_job_progress("j1", progress_at=30.0, iteration=8)
     store.update_job_progress("j1", progress_at=40.0, iteration=20, state="COMPLETED")
     store.record_attempt_end("j1", 1, ended_at=40.0, end_state="COMPLETED")
-    job = store.get_job("j1")
-    assert job is not None
-    assert job_goodput(job, store.list_attempts("j1"), now=1000.0) == pytest.approx(0.5)
-    assert job_goodput(job, [], now=job.registered_at) is None
+    (facts,) = load_job_facts(store, "j1")
+    # 20 s of progress over 40 s, less the work attempt 0 did past the point attempt 1
+    # resumed from (iteration 7: 2 steps x 1.25 s).
+    assert job_goodput(facts, now=1000.0) == pytest.approx((20.0 - 2.5) / 40.0)
+    assert job_goodput(facts, now=40.0) == job_goodput(facts, now=1000.0)

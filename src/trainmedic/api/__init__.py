@@ -17,6 +17,9 @@ GET  /nodes                                    nodes with their history
 GET  /metrics                                  Prometheus text (see ``trainmedic.api.metrics``)
 =======================================  ====  ===============================================
 
+Accounting, node history, cluster summary and the scorecard are documented in
+``trainmedic.api.accounting_routes``; the web pages (``/ui``) in ``trainmedic.api.web``.
+
 Serve it with uvicorn: ``uvicorn.run(create_app(store, config), host=..., port=...)``.
 """
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
@@ -19,8 +19,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import Collector
 
 from trainmedic import __version__
+from trainmedic.api import accounting_routes, web
 from trainmedic.api.metrics import make_registry
 from trainmedic.api.models import (
     BreakerAnswer,
@@ -91,16 +93,18 @@ def create_app(
     *,
     now: Callable[[], float] = time.time,
     sources: SourceBoard | None = None,
+    collectors: Sequence[Collector] = (),
 ) -> FastAPI:
     """The API over ``store``; ``now`` is the clock for the timestamps it writes; ``sources``
-    the running service's source status (``Service.sources``), when it runs in this process."""
+    the running service's source status (``Service.sources``), when it runs in this process;
+    ``collectors`` add the process's own metrics (the webhook notifier's) to /metrics."""
     app = FastAPI(
         title="trainmedic",
         version=__version__,
         description="Jobs, incidents, advice and nodes of the trainmedic recovery service.",
     )
     _install_error_handlers(app)
-    registry = make_registry(store, now, sources)
+    registry = make_registry(store, now, sources, extra=collectors)
     token = config.service.api_token
 
     def require_token(
@@ -232,6 +236,9 @@ def create_app(
             )
             for node, events in sorted(by_node.items())
         ]
+
+    accounting_routes.register(app, store, now, write=authorised)
+    web.register(app, store, config, now)
 
     @app.get("/metrics", response_class=Response)
     def metrics() -> Response:

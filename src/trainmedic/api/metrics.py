@@ -21,6 +21,20 @@ trainmedic_stops_total                      counter    stop advice carried out (
 trainmedic_drains_total                     counter    node drains recorded in node history
 trainmedic_advice{status,action}            gauge      advice rows by status and action
 trainmedic_job_goodput_ratio{job_id}        gauge      see ``job_goodput``
+trainmedic_job_productive_seconds{job_id}   gauge      productive time (``core.accounting``)
+trainmedic_job_downtime_seconds{job_id,part}
+                                            gauge      non-productive time by part: checkpoint,
+                                                       lost_work, detection, decision_action,
+                                                       human_wait, restart, startup, other
+trainmedic_badput_seconds{category}         gauge      downtime + lost work of interruptions,
+                                                       by cause (8 categories, unattributed)
+trainmedic_interruptions_total{category}    counter    interruptions of training by cause
+trainmedic_node_incidents{node}             gauge      incidents implicating the node
+trainmedic_node_mtbi_seconds{node}          gauge      mean time between the node's incidents
+                                                       (nodes with two or more only)
+trainmedic_node_drained{node}               gauge      1 when trainmedic drained the node
+trainmedic_advice_feedback{category,action,agree}
+                                            gauge      operators' latest answers to advice
 trainmedic_jobs_watched                     gauge      registered jobs
 trainmedic_drain_breaker_tripped            gauge      1: the drain circuit breaker is tripped,
                                                        drains are advice only until reset
@@ -46,47 +60,30 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from trainmedic.core.goodput import goodput
-from trainmedic.core.model import Action
-from trainmedic.core.states import JobState
-from trainmedic.service.source_status import SourceBoard
-from trainmedic.store import (
-    AdviceRecord,
-    AdviceStatus,
-    AttemptRecord,
-    IncidentRecord,
-    JobRecord,
-    Store,
+from trainmedic.core.accounting import (
+    CAUSES,
+    FeedbackFacts,
+    JobFacts,
+    NodeEventFacts,
+    Part,
+    account_job,
+    account_nodes,
 )
+from trainmedic.core.accounting.scorecard import latest_answers
+from trainmedic.core.model import Action
+from trainmedic.service.source_status import SourceBoard
+from trainmedic.store import AdviceRecord, AdviceStatus, IncidentRecord, Store
+from trainmedic.store.facts import feedback_facts, load_job_facts, load_node_events
 
 DETECTION_BUCKETS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
 ACTION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0)
 _RESTARTS = (Action.RESTART, Action.RESTART_EXCLUDING)
 
 
-def job_goodput(job: JobRecord, attempts: Sequence[AttemptRecord], now: float) -> float | None:
-    """``core.goodput`` over the job's life: from registration to its end (the last
-    attempt's ``ended_at`` once the job is in a terminal scheduler state, else ``now``)."""
-    end = now
-    if _is_terminal(job.state) and attempts and attempts[-1].ended_at is not None:
-        end = attempts[-1].ended_at
-    return goodput(progress_spans(attempts), job.registered_at, end)
-
-
-def progress_spans(attempts: Sequence[AttemptRecord]) -> list[tuple[float, float]]:
-    """Each attempt's (first, last) progress time, where both were seen."""
-    return [
-        (a.first_progress_at, a.last_progress_at)
-        for a in attempts
-        if a.first_progress_at is not None and a.last_progress_at is not None
-    ]
-
-
-def _is_terminal(state: str) -> bool:
-    try:
-        return JobState(state).is_terminal()
-    except ValueError:
-        return False
+def job_goodput(facts: JobFacts, now: float) -> float | None:
+    """``core.goodput`` over the job's life, as the accounting computes it: from registration
+    to its end (its last attempt's stop once the scheduler shows it finished, else ``now``)."""
+    return account_job(facts, now).goodput
 
 
 def _histogram(
@@ -184,24 +181,87 @@ def count_families(
     return [by_cause, restarts, stops, drained, by_status]
 
 
-def job_families(
-    jobs: Sequence[JobRecord], attempts: Sequence[AttemptRecord], now: float
-) -> list[Metric]:
-    per_job: dict[str, list[AttemptRecord]] = {}
-    for attempt in attempts:
-        per_job.setdefault(attempt.job_id, []).append(attempt)
+def job_families(jobs: Sequence[JobFacts], now: float) -> list[Metric]:
     goodput = GaugeMetricFamily(
         "trainmedic_job_goodput_ratio",
-        "Productive time over wall time since registration",
+        "Productive time over wall time since registration (core.goodput)",
         labels=["job_id"],
     )
-    for job in jobs:
-        ratio = job_goodput(job, per_job.get(job.job_id, []), now)
-        if ratio is not None:
-            goodput.add_metric([job.job_id], ratio)
+    downtime = GaugeMetricFamily(
+        "trainmedic_job_downtime_seconds",
+        "A job's wall time that was not productive, by part (checkpoint, lost_work, "
+        "detection, decision_action, human_wait, restart, startup, other)",
+        labels=["job_id", "part"],
+    )
+    productive = GaugeMetricFamily(
+        "trainmedic_job_productive_seconds", "A job's productive time", labels=["job_id"]
+    )
+    badput = GaugeMetricFamily(
+        "trainmedic_badput_seconds",
+        "Time interruptions cost (downtime and lost work), by the cause's category",
+        labels=["category"],
+    )
+    interruptions = CounterMetricFamily(
+        "trainmedic_interruptions", "Interruptions of training, by category", labels=["category"]
+    )
+    causes = dict.fromkeys(CAUSES, 0.0)
+    counted: Counter[str] = Counter()
+    for facts in jobs:
+        account = account_job(facts, now)
+        if account.goodput is not None:
+            goodput.add_metric([facts.job_id], account.goodput)
+        productive.add_metric([facts.job_id], account.productive_s)
+        for part, seconds in account.by_part().items():
+            if part != Part.PRODUCTIVE.value:
+                downtime.add_metric([facts.job_id, part], seconds)
+        for cause, seconds in account.by_cause().items():
+            causes[cause] += seconds
+        counted.update(gap.category for gap in account.interruptions)
+    for cause in CAUSES:
+        badput.add_metric([cause], causes[cause])
+        interruptions.add_metric([cause], counted[cause])
     watched = GaugeMetricFamily("trainmedic_jobs_watched", "Registered jobs")
     watched.add_metric([], len(jobs))
-    return [goodput, watched]
+    return [goodput, downtime, productive, badput, interruptions, watched]
+
+
+def node_families(events: Sequence[NodeEventFacts]) -> list[Metric]:
+    incidents = GaugeMetricFamily(
+        "trainmedic_node_incidents", "Incidents that implicated the node", labels=["node"]
+    )
+    mtbi = GaugeMetricFamily(
+        "trainmedic_node_mtbi_seconds",
+        "Mean time between the node's incidents (only nodes with two or more)",
+        labels=["node"],
+    )
+    drained = GaugeMetricFamily(
+        "trainmedic_node_drained", "1 when trainmedic drained the node", labels=["node"]
+    )
+    for node in account_nodes(events):
+        incidents.add_metric([node.node], node.incidents)
+        drained.add_metric([node.node], 1.0 if node.drained else 0.0)
+        if node.mtbi_s is not None:
+            mtbi.add_metric([node.node], node.mtbi_s)
+    return [incidents, mtbi, drained]
+
+
+def feedback_families(feedback: Sequence[FeedbackFacts]) -> list[Metric]:
+    answers = GaugeMetricFamily(
+        "trainmedic_advice_feedback",
+        "Operators' latest answers to advice (monitor-mode scorecard)",
+        labels=["category", "action", "agree"],
+    )
+    counts: Counter[tuple[str, str, str]] = Counter(
+        (
+            f.category.value if f.category else "unknown",
+            f.advised_action.value if f.advised_action else "unknown",
+            "true" if f.agree else "false",
+        )
+        for f in latest_answers(feedback)
+    )
+    for labels, count in sorted(counts.items()):
+        answers.add_metric(list(labels), count)
+    return [answers]
 
 
 def breaker_family(tripped: bool) -> Metric:
@@ -224,17 +284,22 @@ class StoreCollector(Collector):
         # The families without data: registering the collector does not touch the store.
         yield from latency_families([], [])
         yield from count_families([], [], 0)
-        yield from job_families([], [], 0.0)
+        yield from job_families([], 0.0)
+        yield from node_families([])
+        yield from feedback_families([])
         yield breaker_family(False)
 
     def collect(self) -> Iterator[Metric]:
         store = self._store
         incidents = store.list_incidents()
         advice = store.list_advice()
-        drains = sum(1 for event in store.node_history() if event.drained)
+        events = load_node_events(store)
+        drains = sum(1 for event in events if event.drained)
         yield from latency_families(incidents, advice)
         yield from count_families(incidents, advice, drains)
-        yield from job_families(store.list_jobs(), store.list_attempts(), self._now())
+        yield from job_families(load_job_facts(store), self._now())
+        yield from node_families(events)
+        yield from feedback_families(feedback_facts(store.list_feedback(), advice, incidents))
         yield breaker_family(store.breaker_state().tripped)
 
 
@@ -264,12 +329,18 @@ def source_family(board: SourceBoard) -> Metric:
 
 
 def make_registry(
-    store: Store, now: Callable[[], float] = time.time, sources: SourceBoard | None = None
+    store: Store,
+    now: Callable[[], float] = time.time,
+    sources: SourceBoard | None = None,
+    extra: Sequence[Collector] = (),
 ) -> CollectorRegistry:
-    """A fresh registry holding trainmedic's store collector (and the source collector when
-    the service runs in this process)."""
+    """A fresh registry holding trainmedic's store collector, the source collector when the
+    service runs in this process, and ``extra`` collectors of the process (the webhook
+    notifier's failures)."""
     registry = CollectorRegistry(auto_describe=True)
     registry.register(StoreCollector(store, now))
     if sources is not None:
         registry.register(SourceCollector(sources))
+    for collector in extra:
+        registry.register(collector)
     return registry

@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("trainmedic.cli.client", "show watched jobs (reads the API)"),
     "incidents": ("trainmedic.cli.client", "list incidents (reads the API)"),
     "advice": ("trainmedic.cli.client", "list advice (reads the API)"),
+    "report": ("trainmedic.cli.report", "downtime and goodput of a job or the cluster"),
     "watchdog": ("trainmedic.cli.watchdog", "release jobs held too long (fails open)"),
     "breaker": ("trainmedic.cli.breaker", "show or reset the drain circuit breaker (the API)"),
 }

@@ -37,6 +37,11 @@ def run(args: argparse.Namespace) -> int:
     store = Store(config.service.db_url)
     warn_if_shared_sqlite(config.service.db_url)
     adapter = build_adapter(config)
+    notifier = None
+    if config.notify.slack_urls or config.notify.json_urls:
+        from trainmedic.service.notify import Notifier
+
+        notifier = Notifier(config.notify)
     service = Service(
         config,
         store,
@@ -45,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
         executor_id=f"service@{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}",
         kernel_logs=kernel_logs_of(adapter),
         leadership=leadership_for(store),
+        notifier=notifier,
     )
     stop = threading.Event()
 
@@ -56,7 +62,12 @@ def run(args: argparse.Namespace) -> int:
     api = None
     if not args.no_api:
         api = ApiServer(
-            create_app(store, config, sources=service.sources),
+            create_app(
+                store,
+                config,
+                sources=service.sources,
+                collectors=[notifier.collector()] if notifier else [],
+            ),
             host=config.service.api_host,
             port=config.service.api_port,
         )
@@ -71,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if api is not None:
             api.stop()
+        if notifier is not None:
+            notifier.close()
         store.close()
     return 0
 

@@ -10,9 +10,11 @@ Report format (Unix-time floats; None where a step did not happen)::
 ``injected_at`` is when the trainer fired the fault (the first rank's record in its
 ``faults.log``), or when the demo wrote the fault file if the trainer left no record.
 
-``goodput`` is ``core.goodput`` (the one definition, as in ``/metrics``) over the demo's
-fault window: the time attempts spent training between their first and latest step, over the
-window's wall time. Detection, restart and start-up lower it.
+``goodput`` is ``core.goodput`` (the one definition, as in ``/metrics``, the API and
+``trainmedic report``, computed by ``core.accounting``) over the demo's fault window: the time
+attempts spent training between their first and latest step, less checkpoint writes and the
+work failures threw away, over the window's wall time. Detection, restart and start-up lower
+it.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ trainmedic action was taken.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import tempfile
@@ -24,11 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from trainmedic.api.app import create_app
-from trainmedic.api.metrics import progress_spans
 from trainmedic.api.server import ApiServer
+from trainmedic.core.accounting import account_job
 from trainmedic.core.detect.config import SMALL_JOB
 from trainmedic.core.errors import TrainmedicError
-from trainmedic.core.goodput import goodput
 from trainmedic.core.model import Action, Kind
 from trainmedic.demo.report import IncidentReport, Timeline, report_entry
 from trainmedic.demo.scenarios import Scenario
@@ -37,7 +37,16 @@ from trainmedic.schedulers.local.scheduler import LocalJobSpec, LocalScheduler
 from trainmedic.service.config.loader import default_config
 from trainmedic.service.config.sections import Config
 from trainmedic.service.loop import Service
-from trainmedic.store import AdviceRecord, AdviceStatus, IncidentRecord, JobSpec, Store, sqlite_url
+from trainmedic.store import (
+    AdviceRecord,
+    AdviceStatus,
+    IncidentRecord,
+    JobSpec,
+    NotFound,
+    Store,
+    sqlite_url,
+)
+from trainmedic.store.facts import load_job_facts
 
 NODES = ("node1", "node2", "node3", "node4")
 
@@ -112,6 +121,7 @@ class DemoRunner:
             self._stop.set()
             loop.join(timeout=10)
             self._stop_scheduler()
+            self._record_final_states()
             if api is not None:
                 api.stop()
             self.store.close()
@@ -129,6 +139,24 @@ class DemoRunner:
                 for event in result.executed:
                     self.timeline.executor(event)
             self._stop.wait(max(0.0, interval - (time.monotonic() - started)))
+
+    def _record_final_states(self) -> None:
+        """The demo cancels its job after its service loop stopped: store what the scheduler
+        shows now, so a service started later over this state dir (``trainmedic serve`` for
+        the web view) finds the job ended instead of taking it for a hung one."""
+        try:
+            snapshot = self.service.adapter.poll(tuple(j.job_id for j in self.store.list_jobs()))
+            for job in () if snapshot.stale else snapshot.jobs:
+                stored = self.store.get_job(job.job_id)
+                if stored is None or not job.state.is_terminal() or stored.state == job.state:
+                    continue
+                with contextlib.suppress(NotFound):  # an attempt never seen running
+                    self.store.record_attempt_end(
+                        job.job_id, stored.attempt, ended_at=snapshot.time, end_state=job.state
+                    )
+                self.store.update_job_progress(job.job_id, state=job.state.value)
+        except TrainmedicError as exc:  # clean-up: never hide why the demo stopped
+            self.timeline.say(f"could not record the job's final state: {exc}")
 
     # -- the scheduler backend (the Slurm demo overrides these: demo.slurm_job) -----------
 
@@ -215,7 +243,9 @@ class DemoRunner:
             if self._job_finished(job_id):
                 break
         end = time.time()
-        ratio = goodput(progress_spans(self.store.list_attempts(job_id)), started, end)
+        # The one goodput (core.goodput through the accounting), over the fault window.
+        (facts,) = load_job_facts(self.store, job_id)
+        ratio = account_job(facts, end).goodput_within(started, end)
         return {
             "incidents": [e.as_json() for e in entries],
             "goodput": None if ratio is None else round(ratio, 4),

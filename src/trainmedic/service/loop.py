@@ -18,12 +18,14 @@ on twice and nothing is lost.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import tzinfo
+from typing import TYPE_CHECKING
 
 from trainmedic.core.engine.engine import Engine
 from trainmedic.core.errors import TrainmedicError
@@ -47,8 +49,11 @@ from trainmedic.service.source_status import SourceBoard
 from trainmedic.sources.checkpoints import CheckpointWatcher
 from trainmedic.sources.joblog import JobLogSource
 from trainmedic.sources.lines import resolve_timezone
-from trainmedic.store import JobSpec, Store
+from trainmedic.store import CheckpointSeen, JobRecord, JobSpec, NotFound, Store
 from trainmedic.store.leader import Leadership
+
+if TYPE_CHECKING:
+    from trainmedic.service.notify import Notifier
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], float]
@@ -105,8 +110,10 @@ class Service:
         telemetry_urls: Mapping[str, str] | None = None,
         clock: Clock = time.time,
         leadership: Leadership | None = None,
+        notifier: Notifier | None = None,
     ) -> None:
         self.config = config
+        self.notifier = notifier  # webhooks (service.notify); sends in its own thread
         self.store = store
         self.adapter = adapter
         self.clock = clock
@@ -226,6 +233,8 @@ class Service:
             if self.config.service.mode == "action":
                 result.executed = self.executor.step(snapshot, self.clock())
             self._retire_ended(snapshot, now)
+            if self.notifier is not None:
+                self.notifier.cycle(result.decisions, result.executed, now)
             return result
 
     def _drain(self, sources: _JobSources, now: float) -> _JobSources:
@@ -339,6 +348,7 @@ class Service:
             # A requeued job still lists its old nodes while completing: an attempt's nodes
             # are recorded once it runs.
             if stored is None or stored.state != job.state.value or stored.attempt != job.attempt:
+                self._end_attempt(stored, job.state, job.attempt, snapshot.time)
                 self.store.update_job_progress(
                     job.job_id, state=job.state.value, attempt=job.attempt
                 )
@@ -350,8 +360,29 @@ class Service:
             out.append(NodeStatus(snapshot.time, node.name, node.state, node.reason))
         return out
 
+    def _end_attempt(
+        self, stored: JobRecord | None, state: JobState, attempt: int, now: float
+    ) -> None:
+        """The stored attempt stopped running (another state or a newer attempt): record
+        when, for the downtime accounting (the first end recorded wins)."""
+        if stored is None or stored.state != JobState.RUNNING.value:
+            return
+        if state is JobState.RUNNING and attempt == stored.attempt:
+            return
+        end_state = state.value if attempt == stored.attempt else JobState.REQUEUED.value
+        # NotFound: the attempt was never seen running with its nodes, nothing to close.
+        with contextlib.suppress(NotFound):
+            self.store.record_attempt_end(
+                stored.job_id, stored.attempt, ended_at=now, end_state=end_state
+            )
+
     def _remember_progress(self, observations: list[Observation]) -> None:
+        seen: dict[str, list[CheckpointSeen]] = {}
         for obs in observations:
+            if isinstance(obs, CheckpointSaved) and obs.job_id in self._jobs:
+                seen.setdefault(obs.job_id, []).append(
+                    CheckpointSeen(obs.iteration, obs.time, begun=obs.in_progress)
+                )
             if (
                 isinstance(obs, CheckpointSaved)
                 and not obs.in_progress
@@ -362,6 +393,8 @@ class Service:
                     self.store.update_job_progress(
                         obs.job_id, checkpoint_iteration=obs.iteration, checkpoint_at=obs.time
                     )
+        for job_id, checkpoints in seen.items():
+            self.store.record_checkpoints(job_id, checkpoints)
         for job_id in self._jobs:
             first, last = self.engine.progress_of(job_id)
             written_first, written_last = self._progress_written.get(job_id, (None, None))

@@ -10,6 +10,12 @@ Importing this package imports SQLAlchemy: keep it out of anything ``analyze`` i
 
 from __future__ import annotations
 
+from trainmedic.store.accounting import (
+    AccountingRepository,
+    CheckpointRecord,
+    CheckpointSeen,
+    FeedbackRecord,
+)
 from trainmedic.store.base import InvalidTransition, NotFound, normalise_url
 from trainmedic.store.decisions import DecisionsRepository, StoredDecision
 from trainmedic.store.jobs import JobsRepository
@@ -29,7 +35,7 @@ from trainmedic.store.records import (
 )
 
 
-class Store(JobsRepository, DecisionsRepository, NodesRepository):
+class Store(JobsRepository, DecisionsRepository, NodesRepository, AccountingRepository):
     """Every repository over one engine: ``Store("sqlite:///path/state.db")``."""
 
 
@@ -45,6 +51,9 @@ __all__ = [
     "AdviceStatus",
     "AttemptRecord",
     "BreakerState",
+    "CheckpointRecord",
+    "CheckpointSeen",
+    "FeedbackRecord",
     "HoldRecord",
     "IncidentRecord",
     "InvalidTransition",

@@ -134,3 +134,28 @@ drain_breaker = sa.Table(
     sa.Column("reset_at", sa.Double),
     sa.Column("reset_by", sa.String(128), nullable=False, server_default=""),
 )
+
+# Accounting (trainmedic.core.accounting): each checkpoint write seen, per attempt, so the
+# time training was blocked saving and the work a failure threw away can be measured; and
+# what operators answered about advice (the monitor-mode scorecard).
+checkpoints = sa.Table(
+    "checkpoints",
+    metadata,
+    sa.Column("job_id", sa.String(128), primary_key=True),
+    sa.Column("attempt", sa.Integer, primary_key=True),
+    sa.Column("iteration", sa.BigInteger, primary_key=True),
+    sa.Column("begun_at", sa.Double),
+    sa.Column("saved_at", sa.Double),
+)
+
+advice_feedback = sa.Table(
+    "advice_feedback",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("advice_id", sa.Integer, sa.ForeignKey("advice.id"), nullable=False, index=True),
+    sa.Column("time", sa.Double, nullable=False),
+    sa.Column("agree", sa.Boolean, nullable=False),
+    sa.Column("action_taken", sa.String(32), nullable=False),
+    sa.Column("note", sa.Text, nullable=False, server_default=""),
+    sa.Column("by", sa.String(128), nullable=False, server_default=""),
+)

@@ -152,6 +152,45 @@ class SchedulerConfig:
     local: LocalConfig = field(default_factory=LocalConfig)
 
 
+NOTIFY_EVENTS = ("incident", "advice", "action")
+
+
+@dataclass(frozen=True, slots=True)
+class NotifyConfig:
+    """``[notify]``: webhooks told of incidents, advice and actions (``service.notify``).
+
+    Sending never blocks the service loop: a background thread drains a bounded queue and
+    retries with exponential backoff; failures are counted in ``/metrics``
+    (``trainmedic_webhook_failures_total``)."""
+
+    slack_urls: tuple[str, ...] = ()
+    """Incoming-webhook URLs that take Slack's JSON (``{"text": ...}``)."""
+    json_urls: tuple[str, ...] = ()
+    """URLs that take trainmedic's generic JSON (``{"event", "time", "job_id", ...}``)."""
+    events: tuple[str, ...] = NOTIFY_EVENTS
+    """Which events to send: any of "incident", "advice", "action"."""
+    queue_size: int = 1000
+    """Messages waiting to be sent; when full, new ones are dropped (and counted)."""
+    retries: int = 4
+    """Further tries after a failed send."""
+    backoff_s: float = 1.0
+    """Wait before the first retry; doubled for each further one (at most 60 s)."""
+    timeout_s: float = 5.0
+    """Seconds for one HTTP request."""
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.events) - set(NOTIFY_EVENTS))
+        if unknown:
+            raise ValueError(f"notify.events: unknown {unknown}; choose from {NOTIFY_EVENTS}")
+        for url in (*self.slack_urls, *self.json_urls):
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"notify: {url!r} is not an http(s) URL")
+        if self.queue_size < 1 or self.retries < 0:
+            raise ValueError("notify.queue_size must be >= 1 and notify.retries >= 0")
+        positive("notify.backoff_s", self.backoff_s)
+        positive("notify.timeout_s", self.timeout_s)
+
+
 @dataclass(frozen=True, slots=True)
 class TelemetryConfig:
     """``[telemetry]``: GPU health from a DCGM exporter on each node of a watched job.
@@ -202,6 +241,7 @@ class Config:
     detect: DetectorConfig = field(default_factory=DetectorConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
+    notify: NotifyConfig = field(default_factory=NotifyConfig)
 
     def __post_init__(self) -> None:
         resolve_timezone(self.detect.log_timezone)  # an unknown zone fails on load
