@@ -66,7 +66,7 @@ _NOT_FAILURE = re.compile(
     r"|\b(?:errors?|failures?|failed|fails|nan iterations|skipped iterations)\s*[:=]\s*0\b"
     r"|error_file|on_error|errors=|error_handler|_timeout\b|timeout_|\btimeout\s*[=:]\s*\d"
     r"|raise_on|fail_on|fault.?toleran|auto.?requeue|--\w*(?:timeout|error|fail)\w*"
-    r"|\bif\b.*\b(?:fail|error)|will be (?:killed|terminated) (?:after|if)"
+    r"|\bif\b.*\b(?:fail|error)|will be (?:killed|terminated) (?:after|if)|Exception ignored in"
 )
 _FRAME = re.compile(r'^\s*(?:File "|frame #\d+:|at \S+\(|#\d+ 0x|\d+ │|│)')
 
@@ -78,6 +78,7 @@ class EvidenceLine:
     source: str
     line: int
     text: str
+    progress_after: int = 0  # progress lines the file printed after it (it survived many)
 
 
 def may_be_evidence(raw: bytes) -> bool:
@@ -103,16 +104,22 @@ class EvidenceCollector:
         self._tail: deque[EvidenceLine] = deque(maxlen=TAIL)
         self.count = 0
 
-    def feed(self, line_no: int, body: str) -> None:
-        """``body`` is the message after the line prefix."""
+    def feed(self, line_no: int, body: str, reports: int = 0) -> None:
+        """``body`` is the message after the line prefix; ``reports`` the progress lines seen
+        so far in the file."""
         if not is_failure_text(body):
             return
         self.count += 1
-        item = EvidenceLine(self._source, line_no, body.strip()[:MAX_TEXT])
+        item = EvidenceLine(self._source, line_no, body.strip()[:MAX_TEXT], reports)
         if len(self._head) < HEAD:
             self._head.append(item)
         else:
             self._tail.append(item)
 
-    def lines(self) -> tuple[EvidenceLine, ...]:
-        return (*self._head, *self._tail)
+    def lines(self, reports: int = 0) -> tuple[EvidenceLine, ...]:
+        """The kept lines, each with the progress lines printed after it (``reports``: the
+        file's total)."""
+        return tuple(
+            EvidenceLine(e.source, e.line, e.text, max(0, reports - e.progress_after))
+            for e in (*self._head, *self._tail)
+        )

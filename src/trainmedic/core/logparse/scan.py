@@ -192,7 +192,7 @@ def scan_lines(
             if hits:
                 out.add(hits, line_no, text, year or REFERENCE_YEAR, list(ring), frames)
             elif kinds & _EVIDENCE and not tracebacks.active and not ignored:
-                evidence.feed(line_no, text[parse_prefix(text).body_start :])
+                evidence.feed(line_no, text[parse_prefix(text).body_start :], progress.reports)
         if kinds & _STRUCTURED or structured.live:
             found = structured.feed(line_no, text, bool(kinds & _STRUCTURED))
             if found:
@@ -222,8 +222,8 @@ def scan_lines(
         ranks_seen=frozenset(out.ranks),
         progress_after={e: total - at for e, at in zip(out.events, out.reports_at, strict=True)},
         year=year,
-        evidence=evidence.lines(),
+        evidence=evidence.lines(total),
         evidence_count=evidence.count,
-        timeline=timeline.timeline(line_no),
+        timeline=timeline.timeline(line_no, path),
         collectives=collectives.trace(),
     )

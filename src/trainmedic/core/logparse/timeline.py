@@ -68,6 +68,7 @@ class Timeline:
     running: tuple[tuple[int, float | None], ...] = ()  # (line, timestamp) of running reports
     finished_line: int | None = None  # the last "training ended" mark
     lines: int = 0
+    source: str = ""
 
 
 def _loss(text: str) -> float | None:
@@ -144,13 +145,14 @@ class TimelineTracker:
             self._points = self._points[::2]
             self._stride *= 2
 
-    def timeline(self, lines: int) -> Timeline:
+    def timeline(self, lines: int, source: str = "") -> Timeline:
         tail = [p for p in (_point(n, t) for n, t in self._last) if p is not None]
         return Timeline(
             points=(*self._points, *tail),
             running=tuple(self._running),
             finished_line=self._finished,
             lines=lines,
+            source=source,
         )
 
 
