@@ -105,14 +105,25 @@ def _different_types(timeouts: Sequence[Event]) -> PhaseFinding | None:
     return None
 
 
+def nccl_trace_desync(trace: CollectiveTrace | None) -> PhaseFinding | None:
+    """The NCCL trace alone (no timeout printed yet): ranks in different operations at one
+    opCount cannot complete it, whatever else the log says."""
+    return _nccl_trace(trace) if trace is not None else None
+
+
 def _nccl_trace(trace: CollectiveTrace) -> PhaseFinding | None:
-    """Processes of one communicator size in different operations at one opCount."""
+    """Processes of one communicator size in different operations at one opCount. Only for
+    processes whose recent operations all used one communicator: two communicators of one size
+    (tensor and data parallel groups) count their operations separately."""
+    comms: dict[str, set[str]] = {}
     last: dict[str, tuple[int, str, int]] = {}
-    for op in trace.nccl_ops:
-        last[op.process] = (op.count, op.op, op.nranks)
+    for record in trace.nccl_ops:
+        comms.setdefault(record.process, set()).add(record.comm)
+        last[record.process] = (record.count, record.op, record.nranks)
     by_count: dict[tuple[int, int], dict[str, str]] = {}
-    for process, (count, op, nranks) in last.items():
-        by_count.setdefault((nranks, count), {})[process] = op
+    for process, (count, name, nranks) in last.items():
+        if len(comms[process]) == 1:
+            by_count.setdefault((nranks, count), {})[process] = name
     for (nranks, count), ops in sorted(by_count.items()):
         if len(ops) > 1 and len(set(ops.values())) > 1:
             shown = ", ".join(f"{p} {o}" for p, o in sorted(ops.items())[:4])
@@ -148,7 +159,7 @@ def collective_finding(
         return None
     trace = trace or CollectiveTrace()
     if trace.notes:
-        line, text = trace.notes[0]
+        _, text = trace.notes[0]
         return _desync("an analyser or framework reports diverged ranks", f"{text!r}", 0.6)
     found = (
         _different_types(timeouts)

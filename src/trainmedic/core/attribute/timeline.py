@@ -19,6 +19,7 @@ a crash.
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -43,7 +44,7 @@ def _cadence(points: Sequence[Point]) -> float | None:
     stamped = [p for p in points if p.timestamp is not None and p.iteration is not None]
     gaps = [
         b.timestamp - a.timestamp
-        for a, b in zip(stamped, stamped[1:], strict=False)
+        for a, b in itertools.pairwise(stamped)
         if a.timestamp is not None and b.timestamp is not None and b.timestamp > a.timestamp
     ]
     if gaps:

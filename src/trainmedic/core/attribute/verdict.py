@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from trainmedic.core.attribute.collective import collective_finding
+from trainmedic.core.attribute.collective import collective_finding, nccl_trace_desync
 from trainmedic.core.attribute.culprit import Culprit, find_culprit, first_real_failure
 from trainmedic.core.attribute.evidence import EvidenceFinding, read_evidence
 from trainmedic.core.attribute.facts import JobFacts
@@ -177,7 +177,14 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
     teardown = [e for e in events if e.role is Role.TEARDOWN]
     if teardown or first_real_failure(facts.child_failures) is not None:
         return _teardown_only(teardown, events, facts)
-    finding = silence_after_init(facts.progress) or stuck_in_nccl_setup(facts.progress)
+    finding = nccl_trace_desync(facts.collectives)
+    if finding is not None:
+        return _from_finding(finding, events, facts, (), layer="mechanism (collective)")
+    # NCCL saying it connected all rings/trees means its setup finished: not stuck inside it.
+    connected = any(t.nccl_connected for t in facts.timelines)
+    finding = silence_after_init(facts.progress) or (
+        None if connected else stuck_in_nccl_setup(facts.progress)
+    )
     if finding is not None:
         return _from_finding(finding, events, facts, ())
     found = read_evidence(facts.evidence, facts.evidence_count)
@@ -266,7 +273,7 @@ def _cascade_only(
         return _from_root(hw_context[0], events, facts, confidence_cap=0.4)
     network = [e for e in cascades if e.category is Category.NETWORK_HARDWARE]
     if not network:
-        finding = collective_finding(timeouts, facts.collectives, facts.timelines, facts.progress)
+        finding = _collective(timeouts, events, facts)
         if finding is not None:
             return _from_finding(finding, events, facts, timeouts, layer="mechanism (collective)")
     if all(e.category is Category.SCHEDULER for e in cascades):
@@ -307,10 +314,28 @@ def _scheduler_only(cascades: Sequence[Event], events: Sequence[Event], facts: J
     )
 
 
+def _collective(
+    timeouts: Sequence[Event], events: Sequence[Event], facts: JobFacts
+) -> PhaseFinding | None:
+    """What the ranks say about the collectives that timed out (``collective.py``); the work
+    descriptor a wrapped timeout line printed below it counts with the timeout."""
+    if not timeouts:
+        return None
+    works = [e for e in events if e.role is Role.CONTEXT and "OpType=" in e.text]
+    return collective_finding(
+        [*timeouts, *works], facts.collectives, facts.timelines, facts.progress
+    )
+
+
 def _teardown_only(teardown: Sequence[Event], events: Sequence[Event], facts: JobFacts) -> Verdict:
     finding = killed_first(facts.child_failures, teardown) or solo_phase(facts.progress)
     if finding is not None:
         return _from_finding(finding, events, facts, ())
+    # The watchdog's own frames (checkTimeout, ncclCommWatchdog) are a timeout without its line.
+    watchdog = [e for e in teardown if _TIMEOUT.search(e.text)]
+    finding = _collective(watchdog, events, facts)
+    if finding is not None:
+        return _from_finding(finding, events, facts, watchdog, layer="mechanism (collective)")
     culprit = find_culprit(None, (), facts.child_failures, facts.ranks_seen)
     first = first_real_failure(facts.child_failures)
     # torch's NCCL watchdog ends a timed-out collective with abort(): a lone SIGABRT is a hang.

@@ -24,7 +24,8 @@ MAX_FRAMES = 64
 MAX_NOTES = 32
 
 _OPCOUNT = re.compile(
-    r"([\w.-]+):(\d+):\d+ \[(\d+)\] NCCL INFO (\w+): opCount ([0-9a-fA-F]+)\b.*?\[nranks=(\d+)\]"
+    r"([\w.-]+):(\d+):\d+ \[(\d+)\] NCCL INFO (\w+): opCount ([0-9a-fA-F]+)\b"
+    r".*?\bcomm (0x[0-9a-fA-F]+) \[nranks=(\d+)\]"
 )
 _FRAME_OP = re.compile(
     r"(?:dist\.|, in |c10d\.py\S*\s+in\s+)"
@@ -49,6 +50,7 @@ class NcclOp:
     count: int  # opCount
     nranks: int
     line: int
+    comm: str = ""  # the communicator's address in that process
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +101,9 @@ class CollectiveTracker:
             if len(self._ops) >= MAX_PROCESSES:
                 return
             ops = self._ops[process] = deque(maxlen=PER_PROCESS)
-        ops.append(NcclOp(process, m.group(4), int(m.group(5), 16), int(m.group(6)), line_no))
+        ops.append(
+            NcclOp(process, m.group(4), int(m.group(5), 16), int(m.group(7)), line_no, m.group(6))
+        )
 
     def trace(self) -> CollectiveTrace:
         return CollectiveTrace(

@@ -50,6 +50,7 @@ _TRIGGERS = (
     "raining ",
     "fit` stopped",
     "train_runtime",
+    "Connected all",
 )
 
 
@@ -69,6 +70,7 @@ class Timeline:
     finished_line: int | None = None  # the last "training ended" mark
     lines: int = 0
     source: str = ""
+    nccl_connected: bool = False  # NCCL said it connected all rings/trees: setup finished
 
 
 def _loss(text: str) -> float | None:
@@ -100,13 +102,14 @@ def _point(line_no: int, text: str) -> Point | None:
 
 
 class TimelineTracker:
-    __slots__ = ("_finished", "_last", "_points", "_running", "_seen", "_stride")
+    __slots__ = ("_connected", "_finished", "_last", "_points", "_running", "_seen", "_stride")
 
     def __init__(self) -> None:
         self._points: list[Point] = []
         self._last: deque[tuple[int, str]] = deque(maxlen=LAST_POINTS)
         self._running: deque[tuple[int, float | None]] = deque(maxlen=MAX_RUNNING)
         self._finished: int | None = None
+        self._connected = False
         self._stride = 1
         self._seen = 0
 
@@ -127,6 +130,8 @@ class TimelineTracker:
             self._running.append((line_no, parse_prefix(text).timestamp))
         if _FINISHED.search(text):
             self._finished = line_no
+        if "Connected all rings" in text or "Connected all trees" in text:
+            self._connected = True
 
     def candidate(self, line_no: int, text: str) -> None:
         self._seen += 1
@@ -153,6 +158,7 @@ class TimelineTracker:
             finished_line=self._finished,
             lines=lines,
             source=source,
+            nccl_connected=self._connected,
         )
 
 
