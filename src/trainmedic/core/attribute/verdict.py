@@ -232,7 +232,8 @@ def _from_root(
     rule = found[0] if found else None
     category = rule.category if rule else root.category
     confidence = rule.confidence if rule else _base_confidence(root)
-    phase = None if rule else fabric_never_worked(root, facts.progress)
+    benches = [t.bench_rows for t in facts.timelines if t.bench_started]
+    phase = None if rule else fabric_never_worked(root, facts.progress, max(benches, default=None))
     if phase is not None:
         category, confidence = phase.category, phase.confidence
     timeouts = [e for e in events if e.role is Role.CASCADE and _TIMEOUT.search(e.text)]

@@ -96,7 +96,7 @@ class Collector:
         kernel = (
             self.kernel_file
             or bool(_KERNEL_PREFIX.search(text, 0, prefix.body_start + 1))
-            or body.startswith(_KERNEL_BODY)
+            or body.lstrip().startswith(_KERNEL_BODY)  # dmesg continuation lines are indented
         )
         evidence = EvidenceSource.KERNEL_LOG if kernel else EvidenceSource.APP_LOG
         for hit in hits:

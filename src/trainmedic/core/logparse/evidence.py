@@ -68,7 +68,9 @@ _NOT_FAILURE = re.compile(
     r"|raise_on|fail_on|fault.?toleran|auto.?requeue|--\w*(?:timeout|error|fail)\w*"
     r"|\bif\b.*\b(?:fail|error)|will be (?:killed|terminated) (?:after|if)|Exception ignored in"
 )
-_FRAME = re.compile(r'^\s*(?:File "|frame #\d+:|at \S+\(|#\d+ 0x|\d+ │|│)')
+# Traceback frames, C++ frames, rich panels, and "#" comment lines (benchmark table headers
+# such as nccl-tests' "... busbw  error" column row).
+_FRAME = re.compile(r'^\s*(?:File "|frame #\d+:|at \S+\(|#\d+ 0x|\d+ │|│|#)')
 
 
 @dataclass(frozen=True, slots=True)

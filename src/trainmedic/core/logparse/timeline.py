@@ -51,6 +51,14 @@ _TRIGGERS = (
     "fit` stopped",
     "train_runtime",
     "Connected all",
+    "# Using devices",
+    " float ",
+    " half ",
+    " bfloat16 ",
+)
+# an nccl-tests / rccl-tests result row: size, count, type, redop, ...
+_BENCH_ROW = re.compile(
+    r"^\s*\d+\s+\d+\s+(?:float|half|bfloat16|double|u?int\d*)\s+(?:sum|prod|min|max|avg|none)\s"
 )
 
 
@@ -71,6 +79,8 @@ class Timeline:
     lines: int = 0
     source: str = ""
     nccl_connected: bool = False  # NCCL said it connected all rings/trees: setup finished
+    bench_started: bool = False  # nccl-tests / rccl-tests printed its device table
+    bench_rows: int = 0  # and this many result rows
 
 
 def _loss(text: str) -> float | None:
@@ -102,7 +112,17 @@ def _point(line_no: int, text: str) -> Point | None:
 
 
 class TimelineTracker:
-    __slots__ = ("_connected", "_finished", "_last", "_points", "_running", "_seen", "_stride")
+    __slots__ = (
+        "_bench",
+        "_bench_rows",
+        "_connected",
+        "_finished",
+        "_last",
+        "_points",
+        "_running",
+        "_seen",
+        "_stride",
+    )
 
     def __init__(self) -> None:
         self._points: list[Point] = []
@@ -110,6 +130,8 @@ class TimelineTracker:
         self._running: deque[tuple[int, float | None]] = deque(maxlen=MAX_RUNNING)
         self._finished: int | None = None
         self._connected = False
+        self._bench = False
+        self._bench_rows = 0
         self._stride = 1
         self._seen = 0
 
@@ -132,6 +154,10 @@ class TimelineTracker:
             self._finished = line_no
         if "Connected all rings" in text or "Connected all trees" in text:
             self._connected = True
+        if "# Using devices" in text:
+            self._bench = True
+        if self._bench and _BENCH_ROW.match(text):
+            self._bench_rows += 1
 
     def candidate(self, line_no: int, text: str) -> None:
         self._seen += 1
@@ -159,6 +185,8 @@ class TimelineTracker:
             lines=lines,
             source=source,
             nccl_connected=self._connected,
+            bench_started=self._bench,
+            bench_rows=self._bench_rows,
         )
 
 
