@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from trainmedic.core.attribute.hook import HookConfig
 from trainmedic.core.detect.config import DetectorConfig
 from trainmedic.core.policy.config import PolicyConfig, positive
 
@@ -157,6 +158,9 @@ class Config:
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     detect: DetectorConfig = field(default_factory=DetectorConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    attribution_hook: HookConfig = field(default_factory=HookConfig)
+    """``[attribution_hook]``: an external attribution command or endpoint (keys documented
+    in ``trainmedic.core.attribute.hook.HookConfig``)."""
 
     def acts_on(self, job_id: str, *, partition: str = "") -> bool:
         """True when advice for this job is carried out (action mode and allowlisted)."""
