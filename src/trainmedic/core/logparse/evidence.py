@@ -61,6 +61,9 @@ _QUIET_LEVEL = re.compile(
     r"|warnings\.warn)\b|\[(?:INFO|WARNING|DEBUG)\]| - (?:INFO|WARNING|DEBUG) - "
     r"|\s[IW] [\w/.-]+\.(?:cc|cpp|h):\d+\]|NCCL INFO|\bINFO\b(?!.*\b(?:[Ee]rror|[Ff]ailed)\b)"
 )
+# The level of a glog/absl/torch prefix the prefix parser removed ("W0101 00:00:00.0 f.cc:1]",
+# "[I307 05:30:20...]"): info and warning lines are no evidence; E and F lines are.
+_QUIET_PREFIX = re.compile(r"(?:^|[\[\s:])[IWD]\d{3,4} ")
 _NOT_FAILURE = re.compile(
     r"(?i)\b(?:no|0|zero|without|ignor\w*|suppress\w*)\s+(?:errors?|failures?|exceptions?)\b"
     r"|\b(?:errors?|failures?|failed|fails|nan iterations|skipped iterations)\s*[:=]\s*0\b"
@@ -106,10 +109,10 @@ class EvidenceCollector:
         self._tail: deque[EvidenceLine] = deque(maxlen=TAIL)
         self.count = 0
 
-    def feed(self, line_no: int, body: str, reports: int = 0) -> None:
-        """``body`` is the message after the line prefix; ``reports`` the progress lines seen
-        so far in the file."""
-        if not is_failure_text(body):
+    def feed(self, line_no: int, body: str, reports: int = 0, prefix: str = "") -> None:
+        """``body`` is the message after the line ``prefix``; ``reports`` the progress lines
+        seen so far in the file."""
+        if _QUIET_PREFIX.search(prefix) or not is_failure_text(body):
             return
         self.count += 1
         item = EvidenceLine(self._source, line_no, body.strip()[:MAX_TEXT], reports)

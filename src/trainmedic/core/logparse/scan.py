@@ -192,7 +192,8 @@ def scan_lines(
             if hits:
                 out.add(hits, line_no, text, year or REFERENCE_YEAR, list(ring), frames)
             elif kinds & _EVIDENCE and not tracebacks.active and not ignored:
-                evidence.feed(line_no, text[parse_prefix(text).body_start :], progress.reports)
+                start = parse_prefix(text).body_start
+                evidence.feed(line_no, text[start:], progress.reports, text[:start])
         if kinds & _STRUCTURED or structured.live:
             found = structured.feed(line_no, text, bool(kinds & _STRUCTURED))
             if found:

@@ -50,7 +50,7 @@ def _state(cell: str) -> str:
 
 
 class SlurmStateParser:
-    triggers: tuple[str, ...] = ("JobID", "JobId=", "JOBID")
+    triggers: tuple[str, ...] = ("JobID", "JobState=", "JOBID")
 
     __slots__ = ("_pipe", "_span", "_squeue", "_token", "active")
 
