@@ -42,7 +42,7 @@ def test_summary_counts(tmp_path: Path) -> None:
     assert s.overall == (2, 4)
     assert s.kind == (2, 4)  # oom counts as a crash
     assert s.per_category["storage"] == (1, 1)
-    assert s.confusion["network_hardware"]["unknown"] == 1
+    assert s.confusion["network_hardware"]["none"] == 1
     assert s.confusion["unknown"]["unreadable"] == 1
     text = format_summary(s)
     assert "high+medium labels: 2/2 = 100.0%" in text

@@ -21,7 +21,9 @@ from typing import IO, cast
 from trainmedic.core.attribute.facts import JobFacts
 from trainmedic.core.attribute.verdict import attribute
 from trainmedic.core.errors import InputError
+from trainmedic.core.logparse.collective import CollectiveTrace
 from trainmedic.core.logparse.elastic import ChildFailure
+from trainmedic.core.logparse.evidence import EvidenceLine
 from trainmedic.core.logparse.prefix import REFERENCE_YEAR, parse_prefix
 from trainmedic.core.logparse.scan import FileScan, ScanLimits, scan_lines
 from trainmedic.core.logparse.summary import ProgressSummary
@@ -160,6 +162,7 @@ def _combine(source: str, scans: list[FileScan], skipped: tuple[str, ...]) -> An
     windows: dict[Event, tuple[tuple[int, str], ...]] = {}
     ranks: set[int] = set()
     failures: list[ChildFailure] = []
+    evidence: list[EvidenceLine] = []
     for scan in scans:
         events.extend(scan.events)
         neighbours.update(scan.neighbours)
@@ -167,6 +170,7 @@ def _combine(source: str, scans: list[FileScan], skipped: tuple[str, ...]) -> An
         windows.update(scan.windows)
         ranks.update(scan.ranks_seen)
         failures.extend(scan.child_failures)
+        evidence.extend(scan.evidence)
     progress = _merge_progress([s.progress for s in scans])
     facts = JobFacts(
         progress=progress,
@@ -174,6 +178,14 @@ def _combine(source: str, scans: list[FileScan], skipped: tuple[str, ...]) -> An
         ranks_seen=frozenset(ranks),
         neighbours=neighbours,
         progress_after=progress_after,
+        evidence=tuple(evidence),
+        evidence_count=sum(s.evidence_count for s in scans),
+        timelines=tuple(s.timeline for s in scans),
+        collectives=CollectiveTrace(
+            nccl_ops=tuple(op for s in scans for op in s.collectives.nccl_ops),
+            frame_ops=tuple(f for s in scans for f in s.collectives.frame_ops),
+            notes=tuple(n for s in scans for n in s.collectives.notes),
+        ),
     )
     verdict = attribute(events, facts=facts)
     return AnalysisResult(

@@ -1,9 +1,15 @@
 """Measure attribution on a labelled corpus (``labels.jsonl`` in the format of corpus/dev).
 
-Each label names a file, its ``category``, its ``failure_kind`` (``crash``, ``hang``,
-``straggler``, ``oom``, ``nan``) and how sure the thread was (``high``, ``medium``, ``low``).
-Category is compared exactly; kind loosely (``oom`` and ``nan`` are crashes unless the verdict
-says hang), since a log of an OOM or a NaN shows a crash.
+Each label names a file, its ``category`` (one of the eight categories, or ``none`` for a
+healthy log), its ``failure_kind`` (``crash``, ``hang``, ``straggler``, ``oom``, ``nan``,
+``none``) and how sure the thread was (``high``, ``medium``, ``low``). Category is compared
+exactly, a verdict of no failure predicting ``none``; kind loosely (``oom`` and ``nan`` are
+crashes unless the verdict says hang), since a log of an OOM or a NaN shows a crash.
+
+Besides accuracy, the summary holds what a user needs to trust the numbers: recall per
+category, the confusion matrix, a reliability table (``calibration.py``: verdict confidence
+against how often it was right) and the safety counts (application logs advised to drain,
+healthy logs called failures, stops advised on a guess).
 """
 
 from __future__ import annotations
@@ -14,10 +20,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainmedic.core.errors import InputError
-from trainmedic.core.model import Category
+from trainmedic.core.model import Action, Category
 from trainmedic.offline.analyze import AnalysisResult, analyze_path
+from trainmedic.offline.calibration import CalibrationBin, reliability
 
 _LOOSE_KIND = {"oom": ("crash",), "nan": ("crash", "hang"), "straggler": ("straggler", "none")}
+
+NONE_LABEL = "none"
+"""The label (and prediction) of a healthy log: no failure in it."""
+
+LABELS = (*(str(c) for c in Category), NONE_LABEL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,9 +43,12 @@ class Label:
 @dataclass(frozen=True, slots=True)
 class Outcome:
     label: Label
-    category: str  # predicted
+    category: str  # predicted; "none" when the verdict found no failure
     kind: str  # predicted
     error: str = ""
+    confidence: float = 0.0  # the verdict's
+    action: str = "none"  # the advice's
+    drained: bool = False  # the advice drains a node
 
     @property
     def category_ok(self) -> bool:
@@ -56,16 +71,20 @@ def read_labels(corpus: Path) -> list[Label]:
             continue
         try:
             obj = json.loads(line)
-            labels.append(
-                Label(
-                    file=str(obj["file"]),
-                    category=str(obj["category"]),
-                    failure_kind=str(obj.get("failure_kind", "")),
-                    confidence=str(obj.get("confidence", "low")),
-                )
+            label = Label(
+                file=str(obj["file"]),
+                category=str(obj["category"]),
+                failure_kind=str(obj.get("failure_kind", "")),
+                confidence=str(obj.get("confidence", "low")),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise InputError(f"{path}:{number}: bad label: {exc}") from exc
+        if label.category not in LABELS:
+            raise InputError(
+                f"{path}:{number}: bad label: category {label.category!r} is not one of "
+                f"{', '.join(LABELS)}"
+            )
+        labels.append(label)
     return labels
 
 
@@ -73,16 +92,37 @@ def evaluate(
     corpus: Path,
     labels: Sequence[Label],
     analyze: Callable[[Path], AnalysisResult] = analyze_path,
+    prefix: str = "",
 ) -> list[Outcome]:
+    """One outcome per label; ``prefix`` is put before each file name (several corpora)."""
     outcomes = []
     for label in labels:
+        shown = Label(prefix + label.file, label.category, label.failure_kind, label.confidence)
         try:
             result = analyze(corpus / label.file)
         except InputError as exc:
-            outcomes.append(Outcome(label, "unreadable", "none", str(exc)))
+            outcomes.append(Outcome(shown, "unreadable", "none", str(exc)))
             continue
-        v = result.verdict
-        outcomes.append(Outcome(label, str(v.category), str(v.kind)))
+        v, advice = result.verdict, result.advice
+        outcomes.append(
+            Outcome(
+                shown,
+                str(v.category) if v.failure else NONE_LABEL,
+                str(v.kind),
+                confidence=v.confidence,
+                action=str(advice.action),
+                drained=bool(advice.drain_nodes),
+            )
+        )
+    return outcomes
+
+
+def evaluate_corpora(corpora: Sequence[Path]) -> list[Outcome]:
+    """All corpora as one set; file names carry their corpus's name when there are several."""
+    outcomes: list[Outcome] = []
+    for corpus in corpora:
+        prefix = f"{corpus.name}/" if len(corpora) > 1 else ""
+        outcomes.extend(evaluate(corpus, read_labels(corpus), prefix=prefix))
     return outcomes
 
 
@@ -99,8 +139,10 @@ class Summary:
     high_medium: Rate
     overall: Rate
     kind: Rate
-    per_category: dict[str, Rate]
+    per_category: dict[str, Rate]  # recall: right / labelled so
     confusion: dict[str, dict[str, int]]  # label -> predicted -> count
+    calibration: tuple[CalibrationBin, ...] = ()
+    safety: dict[str, int] | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -109,6 +151,8 @@ class Summary:
             "kind_accuracy_all": list(self.kind),
             "per_category": {k: list(v) for k, v in self.per_category.items()},
             "confusion": self.confusion,
+            "calibration": [b.to_json() for b in self.calibration],
+            "safety": self.safety or {},
             "files": [
                 {
                     "file": o.label.file,
@@ -117,6 +161,8 @@ class Summary:
                     "label_kind": o.label.failure_kind,
                     "predicted_kind": o.kind,
                     "confidence": o.label.confidence,
+                    "verdict_confidence": round(o.confidence, 3),
+                    "action": o.action,
                     "ok": o.category_ok,
                     "error": o.error,
                 }
@@ -125,14 +171,33 @@ class Summary:
         }
 
 
+def _safety(outcomes: Sequence[Outcome]) -> dict[str, int]:
+    """The promises the policy makes, counted: none of these may be above zero."""
+    return {
+        "application_logs_drained": sum(
+            1 for o in outcomes if o.label.category == "application" and o.drained
+        ),
+        "healthy_logs_called_failures": sum(
+            1 for o in outcomes if o.label.category == NONE_LABEL and o.category != NONE_LABEL
+        ),
+        "stop_or_drain_below_confidence_0_5": sum(
+            1
+            for o in outcomes
+            if o.confidence < 0.5
+            and o.category != NONE_LABEL
+            and (o.drained or o.action == Action.STOP)
+        ),
+    }
+
+
 def summary(outcomes: Sequence[Outcome]) -> Summary:
     sure = [o for o in outcomes if o.label.confidence in ("high", "medium")]
     per_category = {}
-    for category in Category:
+    for category in LABELS:
         items = [o for o in outcomes if o.label.category == category]
         if items:
-            per_category[str(category)] = _rate(items, lambda o: o.category_ok)
-    cols = [str(c) for c in Category] + ["unreadable"]
+            per_category[category] = _rate(items, lambda o: o.category_ok)
+    cols = [*LABELS, "unreadable"]
     confusion = {
         row: {
             col: sum(1 for o in outcomes if o.label.category == row and o.category == col)
@@ -147,7 +212,18 @@ def summary(outcomes: Sequence[Outcome]) -> Summary:
         kind=_rate(outcomes, lambda o: o.kind_ok),
         per_category=per_category,
         confusion=confusion,
+        calibration=reliability(
+            [(o.confidence, o.category_ok) for o in outcomes if o.category != NONE_LABEL]
+        ),
+        safety=_safety(outcomes),
     )
+
+
+_SAFETY_TEXT = {
+    "application_logs_drained": "application logs advised to drain",
+    "healthy_logs_called_failures": "healthy logs called failures",
+    "stop_or_drain_below_confidence_0_5": "stop or drain advised below confidence 0.5",
+}
 
 
 def _pct(rate: Rate) -> str:
@@ -156,16 +232,19 @@ def _pct(rate: Rate) -> str:
 
 
 def format_summary(data: Summary) -> str:
-    out = ["  file       label             predicted         kind label->predicted   label conf"]
+    out = [
+        "  file               label             predicted         conf  "
+        "kind label->predicted   label conf"
+    ]
     for o in data.outcomes:
         mark = " " if o.category_ok else "x"
         kinds = f"{o.label.failure_kind}->{o.kind}"
         out.append(
-            f"{mark} {o.label.file:<10} {o.label.category:<17} {o.category:<17} "
-            f"{kinds:<22} {o.label.confidence}"
+            f"{mark} {o.label.file:<18} {o.label.category:<17} {o.category:<17} "
+            f"{o.confidence:4.2f}  {kinds:<22} {o.label.confidence}"
         )
     out.append("")
-    out.append("per-category accuracy (by label):")
+    out.append("per-category recall (by label):")
     for cat, rate in data.per_category.items():
         out.append(f"  {cat:<17} {_pct(rate)}")
     out.append("")
@@ -180,6 +259,16 @@ def format_summary(data: Summary) -> str:
         if any(counts.values()):
             out.append(f"  {row:<16}" + " ".join(f"{counts[c]:>8}" for c in used))
     out.append("")
+    out.append("reliability (verdicts that found a failure, by their confidence):")
+    out.append("  confidence   verdicts  right  accuracy  mean confidence")
+    for b in data.calibration:
+        out.append(
+            f"  [{b.low:.2f}, {b.high:.2f})  {b.count:>6}  {b.right:>5}  "
+            + (f"{b.accuracy:>7.1%}  {b.mean_confidence:>15.2f}" if b.count else "      -")
+        )
+    out.append("")
+    for name, count in (data.safety or {}).items():
+        out.append(f"safety: {_SAFETY_TEXT.get(name, name)}: {count}")
     out.append(f"category accuracy, high+medium labels: {_pct(data.high_medium)}")
     out.append(f"category accuracy, all labels:         {_pct(data.overall)}")
     out.append(f"kind accuracy (loose), all labels:     {_pct(data.kind)}")

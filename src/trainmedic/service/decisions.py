@@ -12,7 +12,7 @@ written in one transaction, and everything is idempotent per incident, so a serv
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from trainmedic.core.engine.engine import Finding
 from trainmedic.core.errors import ConfigError
@@ -22,6 +22,7 @@ from trainmedic.core.policy.decide import decide
 from trainmedic.core.policy.overrides import job_policy
 from trainmedic.core.policy.trust import node_charges
 from trainmedic.schedulers.base import ClusterSnapshot
+from trainmedic.service.attribution_hook import AttributionHook
 from trainmedic.service.config.sections import Config
 from trainmedic.service.policy_context import build_context
 from trainmedic.store import AdviceMode, AdviceRecord, Store
@@ -46,6 +47,10 @@ class DecisionRecorder:
     def __init__(self, config: Config, store: Store) -> None:
         self.config = config
         self.store = store
+        # An external second opinion, asked with a bounded wait before the policy runs.
+        self.hook = (
+            AttributionHook(config.attribution_hook) if config.attribution_hook.enabled else None
+        )
 
     def policy_for(self, job_id: str) -> PolicyConfig:
         """``[policy]`` tightened by the job's own overrides (its registration or Slurm
@@ -91,8 +96,11 @@ class DecisionRecorder:
             new_checkpoint=self.new_checkpoint(finding, newest),
             resumed_at=newest,
         )
-        advice = decide(finding.verdict, context)
         verdict = finding.verdict
+        if self.hook is not None and verdict.failure:
+            verdict = self.hook.review(finding.job_id, finding.attempt, verdict, finding.evidence)
+            finding = replace(finding, verdict=verdict)
+        advice = decide(verdict, context)
         fault_time = verdict.root_cause.timestamp if verdict.root_cause else None
         stored = self.store.record_decision(
             finding.job_id,

@@ -1,7 +1,8 @@
 """What attribution may know besides matched events: the job's shape and progress.
 
 All optional: the live engine may pass only events; ``analyze`` fills in what it saw in the
-files. Kept as plain values so attribution stays a pure function.
+files (the layers that rest on these facts stay silent without them). Kept as plain values so
+attribution stays a pure function.
 """
 
 from __future__ import annotations
@@ -9,8 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from trainmedic.core.logparse.collective import CollectiveTrace
 from trainmedic.core.logparse.elastic import ChildFailure
+from trainmedic.core.logparse.evidence import EvidenceLine
 from trainmedic.core.logparse.summary import ProgressSummary
+from trainmedic.core.logparse.timeline import Timeline
 from trainmedic.core.model import Event
 
 
@@ -24,3 +28,11 @@ class JobFacts:
     neighbours: Mapping[Event, str] = field(default_factory=dict)
     # Progress lines the same file printed after each event (absent: unknown).
     progress_after: Mapping[Event, int] = field(default_factory=dict)
+    # Failure lines no signature matched (the general evidence layer reads them) and how many
+    # there were in all (only the first and last few are kept).
+    evidence: tuple[EvidenceLine, ...] = ()
+    evidence_count: int = 0
+    # Per file: progress points, running reports, the end of training (time structure).
+    timelines: tuple[Timeline, ...] = ()
+    # What the ranks said about their collectives (NCCL trace, frames, analyser notes).
+    collectives: CollectiveTrace | None = None

@@ -20,7 +20,8 @@ nothing at all), so each verdict here is of low confidence:
   A hang in the first collective; with NCCL that is usually broken peer-to-peer (PCI ACS /
   IOMMU), i.e. the platform's configuration.
 * **fabric never carried a step**: an InfiniBand/RoCE completion error (a timeout: transport
-  retry exceeded) after NCCL's setup lines and before any training step: the NICs never
+  retry exceeded) after NCCL's setup lines (or nccl-tests' device table) and before any
+  training step or benchmark result: the NICs never
   managed to talk over RDMA (RoCE GID index, routing between switches, the wrong HCAs), which
   the threads reporting it resolve by configuration. A link that dies mid-run comes after
   steps and stays the network's; a lone error line says nothing about when, and stays so too.
@@ -117,10 +118,17 @@ def silence_after_init(progress: ProgressSummary | None) -> PhaseFinding | None:
 FABRIC_TIMEOUT_SIGNATURES = frozenset({"nccl.ib_completion_error"})
 
 
-def fabric_never_worked(root: Event, progress: ProgressSummary | None) -> PhaseFinding | None:
-    if root.signature not in FABRIC_TIMEOUT_SIGNATURES or progress is None:
+def fabric_never_worked(
+    root: Event, progress: ProgressSummary | None, bench_rows: int | None = None
+) -> PhaseFinding | None:
+    """``bench_rows``: result rows of a collective benchmark (nccl-tests) that printed its
+    device table (its own sign that the communicator was set up); ``None`` without one."""
+    if root.signature not in FABRIC_TIMEOUT_SIGNATURES:
         return None
-    if progress.reports > 0 or not progress.nccl_setup_before_warning:
+    if bench_rows is not None:
+        if bench_rows > 0:
+            return None
+    elif progress is None or progress.reports > 0 or not progress.nccl_setup_before_warning:
         return None
     return PhaseFinding(
         Category.SYSTEM_SOFTWARE,

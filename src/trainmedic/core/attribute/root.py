@@ -75,11 +75,16 @@ DETAIL_LINES = 8
 """How far below a generic error its detail lines ("Last error: ...") may sit."""
 
 
+_EMPTY_EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Failure):?\s*$")
+
+
 def _specific_detail(root: Event, primaries: Sequence[Event]) -> Event:
     """A generic wrapper error (category unknown, e.g. NCCL's "unhandled cuda error") is
     followed by the line that says what failed ("Last error: Cuda failure 'out of memory'"):
-    that line is the cause."""
-    if root.category is not Category.UNKNOWN:
+    that line is the cause. So is an exception line whose message is empty (``AssertionError:``
+    with a multi-line message below it): its message lines say what failed."""
+    empty = _EMPTY_EXCEPTION.search(root.text) is not None
+    if root.category is not Category.UNKNOWN and not empty:
         return root
     details = [
         e
@@ -87,8 +92,21 @@ def _specific_detail(root: Event, primaries: Sequence[Event]) -> Event:
         if e.source == root.source
         and root.line < e.line <= root.line + DETAIL_LINES
         and e.category is not Category.UNKNOWN
+        and (root.category is Category.UNKNOWN or e.category is not root.category)
     ]
     return min(details, key=lambda e: e.line) if details else root
+
+
+def _kernel_xid_story(root: Event, primaries: Sequence[Event], order: dict[int, int]) -> Event:
+    """A kernel log alone (no error of the job among the primaries) holding both Xids the
+    application causes (13/31/43: its own faults) and a hardware Xid: the hardware record is the
+    node's story, whichever came first."""
+    if root.xid is None or root.category is not Category.APPLICATION:
+        return root
+    if any(not e.evidence.is_system() for e in primaries):
+        return root
+    hardware = [e for e in primaries if e.xid is not None and e.category.is_hardware()]
+    return _earliest(hardware, order) if hardware else root
 
 
 def choose_root(primaries: Sequence[Event], events: Sequence[Event]) -> Event:
@@ -97,6 +115,7 @@ def choose_root(primaries: Sequence[Event], events: Sequence[Event]) -> Event:
         order.setdefault(id(e), len(order))
     root = _specific_detail(_earliest(primaries, order), primaries)
     root = _explained_peer_symptom(root, primaries, order)
+    root = _kernel_xid_story(root, primaries, order)
     kernel_hw = [
         e
         for e in primaries

@@ -1,23 +1,34 @@
-"""Attribution: from matched events to one verdict (pure).
+"""Attribution: from matched events and the job's facts to one verdict (pure).
 
-1. The root cause is the earliest ``primary`` event, with the corrections in ``root.py``
-   (detail lines, peer symptoms, kernel hardware evidence). An app-log error the job then
-   trained past (``SURVIVED_REPORTS`` progress lines) is not a cause; an exception no
-   signature knows, closing a traceback, is a low-confidence application cause.
-2. Context rules (``context_rules.toml``) refine its category.
-3. Without a primary: strong hardware context (Xid 45 "caused by previous Xid 149") still
-   names the hardware; cascades (timeouts on every rank, closed by peer) give a
-   low-confidence hang/crash of unknown cause (network when the cascade itself is a network
-   error, the kernel's hardware complaint when there is one), refined by where the job was
-   (``phase.py``); teardown alone is unknown. The culprit rank comes from ``culprit.py``.
+Three layers, each saying in the verdict's basis what it rests on:
+
+1. **catalogue** (precise): the root cause is the earliest ``primary`` event, with the
+   corrections in ``root.py`` (detail lines, peer symptoms, kernel hardware evidence). An
+   app-log error the job then trained past (``SURVIVED_REPORTS`` progress lines) is not a
+   cause; an exception no signature knows, closing a traceback, is a low-confidence
+   application cause. Context rules (``context_rules.toml``) refine its category. Without a
+   primary, strong hardware context (Xid 45 "caused by previous Xid 149") still names the
+   hardware.
+2. **mechanisms**: where the job was when it failed (``phase.py``), what the ranks say about
+   their collectives (``collective.py``: a desync against a peer that died or a fabric that
+   stalled), the time structure (``timeline.py``: progress that stopped while the job still
+   ran, a loss that diverged). Cascades with no mechanism give a low-confidence hang/crash of
+   unknown cause (network when the cascade itself is a network error); teardown alone is
+   unknown. The culprit rank comes from ``culprit.py``.
+3. **evidence** (``evidence.py``): failure lines no signature knows still name a category,
+   with a confidence of at most 0.45; they also name the category of a verdict the layers
+   above left unknown. No failure only when there is no failure evidence at all.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
+from trainmedic.core.attribute.collective import collective_finding, nccl_trace_desync
 from trainmedic.core.attribute.culprit import Culprit, find_culprit, first_real_failure
+from trainmedic.core.attribute.evidence import EvidenceFinding, read_evidence
 from trainmedic.core.attribute.facts import JobFacts
 from trainmedic.core.attribute.phase import (
     PhaseFinding,
@@ -30,6 +41,7 @@ from trainmedic.core.attribute.phase import (
 )
 from trainmedic.core.attribute.root import choose_root
 from trainmedic.core.attribute.rules import refine_with_support
+from trainmedic.core.attribute.timeline import loss_diverged, stalled_while_running
 from trainmedic.core.logparse.elastic import SIGABRT_EXITS
 from trainmedic.core.model import (
     NO_FAILURE,
@@ -124,6 +136,13 @@ def _noise(events: Sequence[Event], root: Event | None) -> tuple[Event, ...]:
 def attribute(events: Sequence[Event], *, facts: JobFacts | None = None) -> Verdict:
     """One verdict for one job attempt (or one analysed input)."""
     facts = facts or JobFacts()
+    verdict = _layers(events, facts)
+    if verdict.failure and verdict.category is Category.UNKNOWN:
+        return _named_by_evidence(verdict, facts)
+    return verdict
+
+
+def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
     primaries = [
         e for e in events if e.role is Role.PRIMARY and not _survived(e, facts.progress_after)
     ]
@@ -152,13 +171,58 @@ def attribute(events: Sequence[Event], *, facts: JobFacts | None = None) -> Verd
         return _cascade_only(cascades, events, facts, hw_context)
     if hw_context:
         return _from_root(hw_context[0], events, facts, confidence_cap=0.4)
+    finding = loss_diverged(facts.timelines) or stalled_while_running(facts.timelines)
+    if finding is not None:
+        return _from_finding(finding, events, facts, (), layer="mechanism (time structure)")
     teardown = [e for e in events if e.role is Role.TEARDOWN]
     if teardown or first_real_failure(facts.child_failures) is not None:
         return _teardown_only(teardown, events, facts)
-    finding = silence_after_init(facts.progress) or stuck_in_nccl_setup(facts.progress)
+    finding = nccl_trace_desync(facts.collectives)
+    if finding is not None:
+        return _from_finding(finding, events, facts, (), layer="mechanism (collective)")
+    # NCCL saying it connected all rings/trees means its setup finished: not stuck inside it.
+    connected = any(t.nccl_connected for t in facts.timelines)
+    finding = silence_after_init(facts.progress) or (
+        None if connected else stuck_in_nccl_setup(facts.progress)
+    )
     if finding is not None:
         return _from_finding(finding, events, facts, ())
+    found = read_evidence(facts.evidence, facts.evidence_count)
+    if found is not None:
+        return _from_evidence(found, events, facts)
     return NO_FAILURE
+
+
+def _from_evidence(found: EvidenceFinding, events: Sequence[Event], facts: JobFacts) -> Verdict:
+    """A verdict of the evidence layer: a guess, so it names no node to exclude or drain."""
+    culprit = find_culprit(None, (), facts.child_failures, facts.ranks_seen)
+    ranks = (culprit.rank,) if culprit.rank is not None else ()
+    return Verdict(
+        failure=True,
+        kind=found.kind,
+        category=found.category,
+        confidence=found.confidence,
+        root_cause=found.event,
+        implicated=Implicated(ranks=ranks),
+        cascades=_noise(events, None),
+        basis=f"{found.basis}; culprit: {culprit.basis}",
+    )
+
+
+def _named_by_evidence(verdict: Verdict, facts: JobFacts) -> Verdict:
+    """An unknown verdict of the layers above, its category named by the failure lines."""
+    found = read_evidence(facts.evidence, facts.evidence_count)
+    if found is None or found.category is Category.UNKNOWN:
+        return verdict
+    kind = Kind.HANG if Kind.HANG in (verdict.kind, found.kind) else verdict.kind
+    return replace(
+        verdict,
+        kind=kind,
+        category=found.category,
+        confidence=min(max(verdict.confidence, found.confidence), found.confidence),
+        implicated=replace(verdict.implicated, nodes=()),
+        basis=f"{verdict.basis}; named by {found.basis}",
+    )
 
 
 def _from_root(
@@ -168,12 +232,13 @@ def _from_root(
     rule = found[0] if found else None
     category = rule.category if rule else root.category
     confidence = rule.confidence if rule else _base_confidence(root)
-    phase = None if rule else fabric_never_worked(root, facts.progress)
+    benches = [t.bench_rows for t in facts.timelines if t.bench_started]
+    phase = None if rule else fabric_never_worked(root, facts.progress, max(benches, default=None))
     if phase is not None:
         category, confidence = phase.category, phase.confidence
     timeouts = [e for e in events if e.role is Role.CASCADE and _TIMEOUT.search(e.text)]
     culprit = find_culprit(root, timeouts, facts.child_failures, facts.ranks_seen)
-    basis = f"root cause {root.signature} at {root.source or 'line'}:{root.line}"
+    basis = f"catalogue: root cause {root.signature} at {root.source or 'line'}:{root.line}"
     if found:
         basis += f"; {found[0].basis} ({found[0].id}: {found[1]})"
     if phase is not None:
@@ -208,6 +273,12 @@ def _cascade_only(
         # The kernel saw hardware trouble while every rank only timed out: the likelier story.
         return _from_root(hw_context[0], events, facts, confidence_cap=0.4)
     network = [e for e in cascades if e.category is Category.NETWORK_HARDWARE]
+    if not network:
+        finding = _collective(timeouts, events, facts)
+        if finding is not None:
+            return _from_finding(finding, events, facts, timeouts, layer="mechanism (collective)")
+    if all(e.category is Category.SCHEDULER for e in cascades):
+        return _scheduler_only(cascades, events, facts)
     culprit = find_culprit(None, timeouts, facts.child_failures, facts.ranks_seen)
     kind = Kind.HANG if any(e.kind is Kind.HANG for e in cascades) else Kind.CRASH
     category = Category.NETWORK_HARDWARE if network else Category.UNKNOWN
@@ -220,8 +291,40 @@ def _cascade_only(
         root_cause=first,
         implicated=_implicated(first if network else None, events, culprit),
         cascades=_noise(events, first),
-        basis=f"only cascades ({first.signature} first), no primary error; "
+        basis=f"catalogue: only cascades ({first.signature} first), no primary error; "
         f"culprit: {culprit.basis}",
+    )
+
+
+def _scheduler_only(cascades: Sequence[Event], events: Sequence[Event], facts: JobFacts) -> Verdict:
+    """Only the scheduler's own cancellation lines (a step cancelled, no reason given) and no
+    error of the job: the scheduler (or its user) ended it."""
+    culprit = find_culprit(None, (), facts.child_failures, facts.ranks_seen)
+    first = cascades[0]
+    return Verdict(
+        failure=True,
+        kind=Kind.CRASH,
+        category=Category.SCHEDULER,
+        confidence=0.45,
+        root_cause=first,
+        implicated=_implicated(None, events, culprit),
+        cascades=_noise(events, first),
+        basis=f"mechanism: only the scheduler's cancellation ({first.signature} at "
+        f"{first.source or 'line'}:{first.line}) and no error of the job: the scheduler or "
+        f"its user ended it; culprit: {culprit.basis}",
+    )
+
+
+def _collective(
+    timeouts: Sequence[Event], events: Sequence[Event], facts: JobFacts
+) -> PhaseFinding | None:
+    """What the ranks say about the collectives that timed out (``collective.py``); the work
+    descriptor a wrapped timeout line printed below it counts with the timeout."""
+    if not timeouts:
+        return None
+    works = [e for e in events if e.role is Role.CONTEXT and "OpType=" in e.text]
+    return collective_finding(
+        [*timeouts, *works], facts.collectives, facts.timelines, facts.progress
     )
 
 
@@ -229,6 +332,11 @@ def _teardown_only(teardown: Sequence[Event], events: Sequence[Event], facts: Jo
     finding = killed_first(facts.child_failures, teardown) or solo_phase(facts.progress)
     if finding is not None:
         return _from_finding(finding, events, facts, ())
+    # The watchdog's own frames (checkTimeout, ncclCommWatchdog) are a timeout without its line.
+    watchdog = [e for e in teardown if _TIMEOUT.search(e.text)]
+    finding = _collective(watchdog, events, facts)
+    if finding is not None:
+        return _from_finding(finding, events, facts, watchdog, layer="mechanism (collective)")
     culprit = find_culprit(None, (), facts.child_failures, facts.ranks_seen)
     first = first_real_failure(facts.child_failures)
     # torch's NCCL watchdog ends a timed-out collective with abort(): a lone SIGABRT is a hang.
@@ -241,12 +349,16 @@ def _teardown_only(teardown: Sequence[Event], events: Sequence[Event], facts: Jo
         root_cause=teardown[0] if teardown else None,
         implicated=_implicated(None, events, culprit),
         cascades=_noise(events, None),
-        basis=f"only teardown noise, no error line; culprit: {culprit.basis}",
+        basis=f"catalogue: only teardown noise, no error line; culprit: {culprit.basis}",
     )
 
 
 def _from_finding(
-    finding: PhaseFinding, events: Sequence[Event], facts: JobFacts, timeouts: Sequence[Event]
+    finding: PhaseFinding,
+    events: Sequence[Event],
+    facts: JobFacts,
+    timeouts: Sequence[Event],
+    layer: str = "mechanism (phase)",
 ) -> Verdict:
     # A launcher's "rank 3 on gpu07 was SIGKILLed" names the victim; a timeout line would not.
     evidence = finding.evidence
@@ -260,5 +372,5 @@ def _from_finding(
         root_cause=finding.evidence,
         implicated=_implicated(None, events, culprit),
         cascades=_noise(events, finding.evidence),
-        basis=f"{finding.basis}; culprit: {culprit.basis}",
+        basis=f"{layer}: {finding.basis}; culprit: {culprit.basis}",
     )

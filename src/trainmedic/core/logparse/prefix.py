@@ -43,8 +43,9 @@ _ISO = re.compile(
     r"(Z|[+-]\d\d:?\d\d)?\]?(?:\s*-\s*|:\s+|\s+|$)"
 )
 _SLASH_DATE = re.compile(r"\[(\d\d)/(\d\d)/(\d\d) (\d\d):(\d\d):(\d\d)\]\s*")
+# The host is optional: a journal excerpt without it reads "Feb 23 03:28:16 kernel: mce: ...".
 _SYSLOG = re.compile(
-    r"([A-Z][a-z]{2}) {1,2}(\d{1,2}) (\d\d):(\d\d):(\d\d)(?:\.\d+)? ([\w.-]+) "
+    r"([A-Z][a-z]{2}) {1,2}(\d{1,2}) (\d\d):(\d\d):(\d\d)(?:\.\d+)? +(?:(?!kernel: )([\w.-]+) +)?"
     r"(?:kernel: |[\w./-]+(?:\[\d+\])?: )?"
 )
 _DMESG_T = re.compile(

@@ -4,10 +4,11 @@ Pure: it takes an iterable of raw ``bytes`` lines (the caller opens and streams 
 returns values. What it keeps is bounded (``ScanLimits``): at most ``max_events`` events, a
 window of neighbour lines for the first ``max_windows`` of them, and a few progress lines.
 
-Which lines are kernel evidence: every line of a file named like a kernel log
-(``kern.log``, ``dmesg``, ``syslog``, ``messages``, ``journal``), and any line whose prefix is a
-syslog ``kernel:`` tag or a dmesg stamp, or whose message starts with ``NVRM:``. For the live
-service, only the node's kernel-log source counts; offline, the files given are all we have.
+Besides the catalogue's hits, every line feeds (cheaply, behind substring gates) the structured
+parsers (``structured.py``: ibstat, nvidia-smi, dcgmi, Slurm and Kubernetes tables, the BMC's
+event log), the collector of unexplained failure evidence (``evidence.py``), the time
+structure (``timeline.py``) and what the ranks say about their collectives (``collective.py``).
+Kernel-evidence rules and the event collector live in ``collect.py``.
 """
 
 from __future__ import annotations
@@ -15,46 +16,42 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
+from trainmedic.core.logparse.collect import Collector, ScanLimits
+from trainmedic.core.logparse.collective import CollectiveTrace, CollectiveTracker
 from trainmedic.core.logparse.elastic import ChildFailure, ChildFailureTracker
+from trainmedic.core.logparse.evidence import EvidenceCollector, EvidenceLine, may_be_evidence
 from trainmedic.core.logparse.prefix import REFERENCE_YEAR, full_date_year, parse_prefix
+from trainmedic.core.logparse.structured import StructuredScan
 from trainmedic.core.logparse.summary import ProgressSummary
+from trainmedic.core.logparse.timeline import Timeline, TimelineTracker
 from trainmedic.core.logparse.traceback import START as TRACEBACK_START
 from trainmedic.core.logparse.traceback import TracebackTracker
 from trainmedic.core.logparse.tracker import ProgressTracker
-from trainmedic.core.model import Event, EvidenceSource
-from trainmedic.core.signatures.matcher import Hit, Matcher, default_matcher
+from trainmedic.core.model import Event
+from trainmedic.core.signatures.matcher import Matcher, default_matcher, line_shape
 
-_KERNEL_FILE = re.compile(
-    r"(?i)(?:^|[._-])(?:kern|kernel|dmesg|syslog|messages|journal)(?:[._-]|$)"
-)
+__all__ = ["FileScan", "ScanLimits", "scan_lines"]
+
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]")
-# dmesg uptime stamps; a 10-digit "[1712003311.228100]" is epoch time (UCX), not a kernel line.
-_KERNEL_PREFIX = re.compile(r"kernel: |^\s*\[\s*\d{1,8}\.\d+\]")
-_KERNEL_BODY = (
-    "NVRM:",
-    "pcieport",
-    "mlx5_core",
-    "EDAC",
-    "mce:",
-    "nvidia-nvswitch",
-    "amdgpu",
-    "[drm:",
-)
 _RANK_LEAD = re.compile(r"\[rank(\d{1,6})\]:")
 _MAX_RANKS = 100_000
-_RANK_FILE = re.compile(r"(?i)(?:rank|default|worker|proc)[._-]?(\d{1,5})(?:\D|$)")
+_SHAPES = 1 << 14
+_SHAPE_MAX = 4096  # longer lines are not memoised (the matcher's own bound)
+_EVIDENCE, _STRUCTURED, _PROGRESS, _TIMELINE, _COLLECTIVE = 1, 2, 4, 8, 16
 
 
-@dataclass(frozen=True, slots=True)
-class ScanLimits:
-    max_line_bytes: int = 64 * 1024
-    max_events: int = 5000
-    max_windows: int = 200
-    window_before: int = 8
-    window_after: int = 6
-    window_chars: int = 400
+def _kinds(raw: bytes, text: str, structured: StructuredScan) -> int:
+    """Which trackers want a line: a function of its *shape* (no trigger holds a digit), so the
+    scan asks once per shape, and a large log repeats few shapes."""
+    return (
+        (_EVIDENCE if may_be_evidence(raw) else 0)
+        | (_STRUCTURED if structured.wants(text) else 0)
+        | (_PROGRESS if TimelineTracker.is_candidate(text) else 0)
+        | (_TIMELINE if TimelineTracker.wants(text) else 0)
+        | (_COLLECTIVE if CollectiveTracker.wants(text) else 0)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,23 +67,11 @@ class FileScan:
     # progress lines printed in this file after each event: a job that kept training survived it
     progress_after: dict[Event, int] = field(default_factory=dict)
     year: int | None = None  # of the first full date seen (year-less stamps used it)
+    evidence: tuple[EvidenceLine, ...] = ()  # failure lines no signature explained
+    evidence_count: int = 0
+    timeline: Timeline = field(default_factory=Timeline)
+    collectives: CollectiveTrace = field(default_factory=CollectiveTrace)
 
-
-class _Pending:
-    __slots__ = ("after", "before", "event", "frames", "line")
-
-    def __init__(self, event: Event, line: int, before: list[tuple[int, str]], frames: str):
-        self.event, self.line, self.before, self.frames = event, line, before, frames
-        self.after: list[tuple[int, str]] = []
-
-
-def _file_rank(path: str) -> int | None:
-    m = _RANK_FILE.search(path.rsplit("/", 1)[-1])
-    return int(m.group(1)) if m else None
-
-
-MAX_EVENT_TEXT = 4096
-"""Characters of a matched line kept in its event (5000 events of 64 KiB would be 320 MB)."""
 
 IGNORED_MARK = "Exception ignored in"
 """Python's header for an exception it printed and then ignored (``__del__``, atexit, GC):
@@ -122,85 +107,6 @@ def _is_wrap(prev: str, text: str, widths: dict[int, int]) -> bool:
     return parse_prefix(text).body_start == 0
 
 
-class _Collector:
-    """Builds events from hits and keeps their windows (bounded by ``ScanLimits``)."""
-
-    def __init__(self, path: str, node_hint: str | None, limits: ScanLimits, m: Matcher):
-        self.path, self.node_hint, self.limits, self.to_event = path, node_hint, limits, m.to_event
-        self.kernel_file = bool(_KERNEL_FILE.search(path.rsplit("/", 1)[-1]))
-        self.file_rank = _file_rank(path)
-        self.events: list[Event] = []
-        self.pending: list[_Pending] = []
-        self.done: list[_Pending] = []
-        self.ranks: set[int] = set() if self.file_rank is None else {self.file_rank}
-        self.reports_at: list[int] = []  # progress reports seen when each event was found
-        self.reports_now = 0
-
-    def add(
-        self,
-        hits: tuple[Hit, ...],
-        line_no: int,
-        text: str,
-        year: int,
-        before: list[tuple[int, str]],
-        frames: str,
-    ) -> None:
-        prefix = parse_prefix(text, year)
-        if prefix.rank is not None:
-            self.ranks.add(prefix.rank)
-        if prefix.node is None and self.node_hint is not None:
-            prefix = replace(prefix, node=self.node_hint)
-        body = text[prefix.body_start :]
-        kernel = (
-            self.kernel_file
-            or bool(_KERNEL_PREFIX.search(text, 0, prefix.body_start + 1))
-            or body.startswith(_KERNEL_BODY)
-        )
-        evidence = EvidenceSource.KERNEL_LOG if kernel else EvidenceSource.APP_LOG
-        for hit in hits:
-            if len(self.events) >= self.limits.max_events:
-                return
-            event = self.to_event(
-                hit,
-                line=line_no,
-                text=text[:MAX_EVENT_TEXT],
-                source=self.path,
-                evidence=evidence,
-                prefix=prefix,
-            )
-            if event.rank is None and self.file_rank is not None:
-                event = replace(event, rank=self.file_rank)
-            self.events.append(event)
-            self.reports_at.append(self.reports_now)
-            if len(self.done) + len(self.pending) < self.limits.max_windows:
-                self.pending.append(_Pending(event, line_no, before, frames))
-
-    def drop_line(self, line_no: int) -> None:
-        """Forget the events of ``line_no`` (it is about to be matched again, joined)."""
-        keep = [i for i, e in enumerate(self.events) if e.line != line_no]
-        self.events = [self.events[i] for i in keep]
-        self.reports_at = [self.reports_at[i] for i in keep]
-        self.pending = [p for p in self.pending if p.line != line_no]
-
-    def neighbour(self, line_no: int, text: str) -> None:
-        limits = self.limits
-        for p in self.pending:
-            p.after.append((line_no, text[: limits.window_chars]))
-        if len(self.pending[0].after) >= limits.window_after:
-            self.done.extend(p for p in self.pending if len(p.after) >= limits.window_after)
-            self.pending = [p for p in self.pending if len(p.after) < limits.window_after]
-
-    def windows(self) -> tuple[dict[Event, str], dict[Event, tuple[tuple[int, str], ...]]]:
-        neighbours: dict[Event, str] = {}
-        windows: dict[Event, tuple[tuple[int, str], ...]] = {}
-        for p in (*self.done, *self.pending):
-            around = (*p.before, (p.line, p.event.text[: self.limits.window_chars]), *p.after)
-            windows[p.event] = around
-            text = "\n".join(t for _, t in around)
-            neighbours[p.event] = text + ("\n" + p.frames if p.frames else "")
-        return neighbours, windows
-
-
 def scan_lines(
     raw_lines: Iterable[bytes],
     path: str,
@@ -211,7 +117,12 @@ def scan_lines(
     limits = limits or ScanLimits()
     matcher = matcher or default_matcher()
     match = matcher.match
-    out = _Collector(path, node_hint, limits, matcher)
+    out = Collector(path, node_hint, limits, matcher)
+    structured = StructuredScan()
+    evidence = EvidenceCollector(path)
+    timeline = TimelineTracker()
+    collectives = CollectiveTracker()
+    shapes: dict[bytes, int] = {}  # line shape -> which trackers want such lines
     ring: deque[tuple[int, str]] = deque(maxlen=limits.window_before)
     tracebacks = TracebackTracker()
     failures = ChildFailureTracker()
@@ -230,6 +141,12 @@ def scan_lines(
             text = text.replace("\x00", "")
         if "\x1b" in text:
             text = _ANSI.sub("", text)
+        shape = line_shape(text) if len(text) <= _SHAPE_MAX else b""
+        kinds = shapes.get(shape) if shape else None
+        if kinds is None:
+            kinds = _kinds(raw, text, structured)
+            if shape and len(shapes) < _SHAPES:
+                shapes[shape] = kinds
         if out.pending:
             out.neighbour(line_no, text)
         frames = ""
@@ -271,9 +188,23 @@ def scan_lines(
                 before = list(ring)[:-1]
                 out.add(hits, line_no - 1, joined, year or REFERENCE_YEAR, before, frames)
         else:
-            hits = () if ignored else match(text if len(text) <= MATCH_CHARS else _view(text))
+            hits = () if ignored else match(text, shape) if shape else match(_view(text))
             if hits:
                 out.add(hits, line_no, text, year or REFERENCE_YEAR, list(ring), frames)
+            elif kinds & _EVIDENCE and not tracebacks.active and not ignored:
+                start = parse_prefix(text).body_start
+                evidence.feed(line_no, text[start:], progress.reports, text[:start])
+        if kinds & _STRUCTURED or structured.live:
+            found = structured.feed(line_no, text, bool(kinds & _STRUCTURED))
+            if found:
+                out.add_findings(found, line_no, text, year or REFERENCE_YEAR, list(ring))
+        if kinds & (_PROGRESS | _TIMELINE) and not tracebacks.active:
+            if kinds & _PROGRESS:
+                timeline.candidate(line_no, text)
+            if kinds & _TIMELINE:
+                timeline.observe(line_no, text)
+        if kinds & _COLLECTIVE:
+            collectives.observe(line_no, text)
         ring.append((line_no, text[: limits.window_chars]))
         prev = text
     tail = failures.close()
@@ -292,4 +223,8 @@ def scan_lines(
         ranks_seen=frozenset(out.ranks),
         progress_after={e: total - at for e, at in zip(out.events, out.reports_at, strict=True)},
         year=year,
+        evidence=evidence.lines(total),
+        evidence_count=evidence.count,
+        timeline=timeline.timeline(line_no, path),
+        collectives=collectives.trace(),
     )

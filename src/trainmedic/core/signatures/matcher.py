@@ -86,17 +86,19 @@ class Matcher:
         }
         self._memo: dict[bytes, tuple[int, ...]] = {}
 
-    def match(self, text: str) -> tuple[Hit, ...]:
+    def match(self, text: str, shape: bytes | None = None) -> tuple[Hit, ...]:
         """Every signature matching ``text``, in catalogue order (empty for healthy lines).
 
         A line longer than ``MAX_LINE`` characters (binary junk, progress bars joined by
         ``\\r``) is matched on its head and tail only, which keeps every regex linear-time.
+        ``shape`` is :func:`line_shape` of ``text`` when the caller has it already.
         """
         text = _bounded(text)
         if len(text) > _MEMO_MAX_LINE:
             candidates = self._candidates(_strip_digits(text))
         else:
-            shape = text.encode("utf-8", "surrogatepass").translate(None, _DIGITS)
+            if shape is None:
+                shape = line_shape(text)
             memo = self._memo
             found = memo.get(shape)
             if found is None:
@@ -178,6 +180,12 @@ class Matcher:
             action_hint=action_hint,
             strong=strong,
         )
+
+
+def line_shape(text: str) -> bytes:
+    """A line without its digits, as bytes: the memo key of the matcher (and of the scan's own
+    gates), equal for lines that differ only in their numbers."""
+    return text.encode("utf-8", "surrogatepass").translate(None, _DIGITS)
 
 
 def normalize_pci(address: str) -> str:

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from trainmedic.core.attribute.hook import HookConfig
 from trainmedic.core.detect.config import DetectorConfig
 from trainmedic.core.policy.config import PolicyConfig, positive
 from trainmedic.sources.lines import resolve_timezone
@@ -242,6 +243,9 @@ class Config:
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
     notify: NotifyConfig = field(default_factory=NotifyConfig)
+    attribution_hook: HookConfig = field(default_factory=HookConfig)
+    """``[attribution_hook]``: an external attribution command or endpoint (keys documented
+    in ``trainmedic.core.attribute.hook.HookConfig``)."""
 
     def __post_init__(self) -> None:
         resolve_timezone(self.detect.log_timezone)  # an unknown zone fails on load

@@ -1,0 +1,130 @@
+"""Failure evidence that no signature knows: lines that *say* something failed.
+
+The catalogue knows the exact lines it was shown; a real log often fails with a line it has
+never seen (a new error text, a tool's output, a wrapper's message). This collector keeps the
+lines of a file that carry failure words (error, failed, fatal, killed, timeout, exception,
+cancelled, evicted, exit codes, signals, ...) and were not matched by any signature, so that
+the general evidence layer (``core/attribute/evidence.py``) can still name a category, with
+less confidence, instead of saying "no failure".
+
+What is *not* evidence: warning/info-level lines (a library's warning that mentions an error
+did not end the job), zero counts ("0 errors", "number of nan iterations: 0"), option names
+("error_file", "timeout=1800"), NCCL INFO chatter and traceback frames (the exception line that
+ends a traceback is what counts). Kept per file: the first ``HEAD`` and the last ``TAIL`` such
+lines, and how many there were.
+
+Cost: the scan remembers the gate's answer per line *shape* (its bytes without digits), so the
+few shapes a large log repeats are tested once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass
+
+from trainmedic.core.signatures.prefilter import trie_pattern
+
+HEAD = 40
+TAIL = 80
+MAX_TEXT = 400
+
+# Failure words: case-sensitive fragments with their boundaries (the precise test).
+_WORDS = re.compile(
+    r"rror|ERROR|[Ff]ail|FAIL|[Ff]atal|FATAL|[Kk]illed|KILLED|[Ee]xception|[Tt]imeout|TIMEOUT"
+    r"|[Tt]imed out|[Aa]bort|ABORT|[Pp]anic|PANIC|[Ss]egfault|[Ss]egmentation|[Cc]ore dumped"
+    r"|Traceback|[Cc]ancel|CANCEL|[Ee]vict|[Pp]reempt|PREEMPT|[Ee]xit code|[Ee]xit status"
+    r"|[Ee]xitcode|[Rr]eturn code|SIG(?:KILL|TERM|ABRT|SEGV|BUS|HUP|INT|ILL|FPE)|[Ss]ignal \d"
+    r"|WTERMSIG|[Dd]eadlock|[Hh]ung task|not responding|[Uu]nreachable|[Nn]ot found|[Dd]enied"
+    r"|[Rr]efused|[Cc]annot |[Cc]an't |[Uu]nable to|[Ii]nvalid|[Ii]llegal|[Mm]ismatch|[Cc]rash"
+    r"|[Dd]ied\b|\b[Dd]ead\b|[Tt]erminat|TERMINAT|\bOOM|[Oo]ut of memory|[Uu]nhealthy|NotReady"
+    r"|[Cc]ritical|CRITICAL|[Cc]orrupt|\b[Ll]ost\b|\b(?:[Dd]own|DOWN)\b|[Ss]tuck|\b[Hh]ung\b"
+    r"|[Hh]anging|[Nn]o space left|[Qq]uota|[Ii]/O error"
+)
+# The same words lower-cased, as a trie: the fast gate on every new line shape (a superset).
+FAST_WORDS = (
+    "rror", "fail", "fatal", "killed", "exception", "timeout", "timed out", "abort", "panic",
+    "segfault", "segmentation", "core dumped", "traceback", "cancel", "evict", "preempt",
+    "exit code", "exit status", "exitcode", "return code", "sigkill", "sigterm", "sigabrt",
+    "sigsegv", "sigbus", "sighup", "sigint", "sigill", "sigfpe", "signal ", "wtermsig",
+    "deadlock", "hung", "not responding", "unreachable", "not found", "denied", "refused",
+    "cannot ", "can't ", "unable to", "invalid", "illegal", "mismatch", "crash", "died", "dead",
+    "terminat", "oom", "out of memory", "unhealthy", "notready", "critical", "corrupt", "lost",
+    "down", "stuck", "hanging", "no space left", "quota", "i/o error",
+)  # fmt: skip
+_FAST = re.compile(trie_pattern(FAST_WORDS).encode())
+# A level word at the start of the message, or a glog/absl "W...  file.cc:12]" stamp.
+_QUIET_LEVEL = re.compile(
+    r"^\s*(?:\[?[IWD]\d{4}\s|\[?(?:INFO|DEBUG|WARNING|WARN|Warning|NOTICE|Note|note)\b\]?[\s:-]"
+    r"|[IW] [\w/.-]+\.(?:cc|cpp|h|py):\d+\])"
+    r"|\b(?:UserWarning|FutureWarning|DeprecationWarning|RuntimeWarning|ResourceWarning"
+    r"|warnings\.warn)\b|\[(?:INFO|WARNING|DEBUG)\]| - (?:INFO|WARNING|DEBUG) - "
+    r"|\s[IW] [\w/.-]+\.(?:cc|cpp|h):\d+\]|NCCL INFO|\bINFO\b(?!.*\b(?:[Ee]rror|[Ff]ailed)\b)"
+)
+# The level of a glog/absl/torch prefix the prefix parser removed ("W0101 00:00:00.0 f.cc:1]",
+# "[I307 05:30:20...]"): info and warning lines are no evidence; E and F lines are.
+_QUIET_PREFIX = re.compile(r"(?:^|[\[\s:])[IWD]\d{3,4} ")
+_NOT_FAILURE = re.compile(
+    r"(?i)\b(?:no|0|zero|without|ignor\w*|suppress\w*)\s+(?:errors?|failures?|exceptions?)\b"
+    r"|\b(?:errors?|failures?|failed|fails|nan iterations|skipped iterations)\s*[:=]\s*0\b"
+    r"|error_file|on_error|errors=|error_handler|_timeout\b|timeout_|\btimeout\s*[=:]\s*\d"
+    r"|raise_on|fail_on|fault.?toleran|auto.?requeue|--\w*(?:timeout|error|fail)\w*"
+    r"|\bif\b.*\b(?:fail|error)|will be (?:killed|terminated) (?:after|if)|Exception ignored in"
+)
+# Traceback frames, C++ frames, rich panels, and "#" comment lines (benchmark table headers
+# such as nccl-tests' "... busbw  error" column row).
+_FRAME = re.compile(r'^\s*(?:File "|frame #\d+:|at \S+\(|#\d+ 0x|\d+ │|│|#)')
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceLine:
+    """A line of a file that says something failed, which no signature matched."""
+
+    source: str
+    line: int
+    text: str
+    progress_after: int = 0  # progress lines the file printed after it (it survived many)
+
+
+def may_be_evidence(raw: bytes) -> bool:
+    """The cheap first test (failure words present, any case), on the raw line."""
+    return _FAST.search(raw.lower()) is not None
+
+
+def is_failure_text(body: str) -> bool:
+    """Whether a message (prefix removed) is failure evidence (see the module docstring)."""
+    if _WORDS.search(body) is None:
+        return False
+    return not (_QUIET_LEVEL.search(body) or _NOT_FAILURE.search(body) or _FRAME.match(body))
+
+
+class EvidenceCollector:
+    """Feed the lines the gate let through (``may_be_evidence``); ``lines()`` at the end."""
+
+    __slots__ = ("_head", "_source", "_tail", "count")
+
+    def __init__(self, source: str) -> None:
+        self._source = source
+        self._head: list[EvidenceLine] = []
+        self._tail: deque[EvidenceLine] = deque(maxlen=TAIL)
+        self.count = 0
+
+    def feed(self, line_no: int, body: str, reports: int = 0, prefix: str = "") -> None:
+        """``body`` is the message after the line ``prefix``; ``reports`` the progress lines
+        seen so far in the file."""
+        if _QUIET_PREFIX.search(prefix) or not is_failure_text(body):
+            return
+        self.count += 1
+        item = EvidenceLine(self._source, line_no, body.strip()[:MAX_TEXT], reports)
+        if len(self._head) < HEAD:
+            self._head.append(item)
+        else:
+            self._tail.append(item)
+
+    def lines(self, reports: int = 0) -> tuple[EvidenceLine, ...]:
+        """The kept lines, each with the progress lines printed after it (``reports``: the
+        file's total)."""
+        return tuple(
+            EvidenceLine(e.source, e.line, e.text, max(0, reports - e.progress_after))
+            for e in (*self._head, *self._tail)
+        )

@@ -1,0 +1,194 @@
+"""The time structure of a file: progress points, loss values, "still running" reports and the
+marks of a training loop that ended.
+
+``ProgressTracker`` (tracker.py) summarises how far a job got; attribution by time structure
+needs more: *when* progress stopped against its cadence, whether a scheduler or watchdog kept
+reporting the job as running after that, how the loss moved (a spike, a collapse to 0, a
+non-finite value) and whether the iteration counter went back (a restart from a checkpoint).
+
+Bounded: at most ``MAX_POINTS`` points are kept (when full, every other one is dropped and
+only every second candidate is parsed from then on), plus the last ``LAST_POINTS`` candidates
+parsed at the end, so a billion-line log costs what a million-line one does.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import deque
+from dataclasses import dataclass
+
+from trainmedic.core.logparse.prefix import parse_prefix
+from trainmedic.core.logparse.progress import parse_progress
+
+MAX_POINTS = 256
+LAST_POINTS = 64
+MAX_RUNNING = 256
+
+_LOSS = re.compile(
+    r"""(?<![\w'"])['"]?(?:lm )?loss['"]?\s*[:=]\s*"""
+    r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|NaN|inf|-inf)"
+)
+# A scheduler or a monitor saying the job is (still) running: chronicle pulse lines, squeue /
+# sacct / scontrol rows in state R / RUNNING.
+_RUNNING = re.compile(
+    r"\bis (?:still )?running for\b|\bJobState=RUNNING\b|\bstill running\b"
+    r"|\s(?:RUNNING|R)\s+\d+(?:-\d+)?:\d+(?::\d+)?\s"
+)
+# The training loop ended by itself (before whatever comes next).
+_FINISHED = re.compile(
+    r"`Trainer\.fit` stopped: `max_(?:epochs|steps)|[Ff]inished training\b|\{'train_runtime'"
+    r"|[Tt]raining (?:completed|finished|done|complete)\b|End of training\b|[Tt]raining is done\b"
+)
+
+
+_TRIGGERS = (
+    "running for",
+    "RUNNING",
+    " R ",
+    "still running",
+    "raining ",
+    "fit` stopped",
+    "train_runtime",
+    "Connected all",
+    "# Using devices",
+    " float ",
+    " half ",
+    " bfloat16 ",
+)
+# an nccl-tests / rccl-tests result row: size, count, type, redop, ...
+_BENCH_ROW = re.compile(
+    r"^\s*\d+\s+\d+\s+(?:float|half|bfloat16|double|u?int\d*)\s+(?:sum|prod|min|max|avg|none)\s"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    line: int
+    iteration: int | None
+    loss: float | None
+    timestamp: float | None
+    step_time: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    points: tuple[Point, ...] = ()
+    running: tuple[tuple[int, float | None], ...] = ()  # (line, timestamp) of running reports
+    finished_line: int | None = None  # the last "training ended" mark
+    lines: int = 0
+    source: str = ""
+    nccl_connected: bool = False  # NCCL said it connected all rings/trees: setup finished
+    bench_started: bool = False  # nccl-tests / rccl-tests printed its device table
+    bench_rows: int = 0  # and this many result rows
+
+
+def _loss(text: str) -> float | None:
+    m = _LOSS.search(text)
+    if m is None:
+        return None
+    try:
+        return float(m.group(1))
+    except ValueError:
+        return None
+
+
+def _point(line_no: int, text: str) -> Point | None:
+    prefix = parse_prefix(text)
+    body = text[prefix.body_start :]
+    parsed = parse_progress(body)
+    loss = _loss(body)
+    if parsed is None and loss is None:
+        return None
+    if parsed is not None and parsed.loss is not None:
+        loss = parsed.loss
+    return Point(
+        line=line_no,
+        iteration=parsed.iteration if parsed else None,
+        loss=loss,
+        timestamp=prefix.timestamp,
+        step_time=parsed.step_time if parsed else None,
+    )
+
+
+class TimelineTracker:
+    __slots__ = (
+        "_bench",
+        "_bench_rows",
+        "_connected",
+        "_finished",
+        "_last",
+        "_points",
+        "_running",
+        "_seen",
+        "_stride",
+    )
+
+    def __init__(self) -> None:
+        self._points: list[Point] = []
+        self._last: deque[tuple[int, str]] = deque(maxlen=LAST_POINTS)
+        self._running: deque[tuple[int, float | None]] = deque(maxlen=MAX_RUNNING)
+        self._finished: int | None = None
+        self._connected = False
+        self._bench = False
+        self._bench_rows = 0
+        self._stride = 1
+        self._seen = 0
+
+    @staticmethod
+    def is_candidate(text: str) -> bool:
+        """A possible progress or loss line (for ``candidate``)."""
+        return "loss" in text or "iter" in text or "step" in text or "%|" in text
+
+    @staticmethod
+    def wants(text: str) -> bool:
+        """A possible running report or end-of-training mark (for ``observe``). Neither test
+        depends on a digit: the scan memoises both per line shape."""
+        return any(t in text for t in _TRIGGERS)
+
+    def observe(self, line_no: int, text: str) -> None:
+        """A line ``wants`` accepted (the scan asks it first)."""
+        if _RUNNING.search(text):
+            self._running.append((line_no, parse_prefix(text).timestamp))
+        if _FINISHED.search(text):
+            self._finished = line_no
+        if "Connected all rings" in text or "Connected all trees" in text:
+            self._connected = True
+        if "# Using devices" in text:
+            self._bench = True
+        if self._bench and _BENCH_ROW.match(text):
+            self._bench_rows += 1
+
+    def candidate(self, line_no: int, text: str) -> None:
+        self._seen += 1
+        if len(self._last) == LAST_POINTS:
+            old_line, old_text = self._last[0]
+            if (self._seen - LAST_POINTS) % self._stride == 0:
+                self._keep(old_line, old_text)
+        self._last.append((line_no, text))
+
+    def _keep(self, line_no: int, text: str) -> None:
+        point = _point(line_no, text)
+        if point is None:
+            return
+        self._points.append(point)
+        if len(self._points) >= MAX_POINTS:
+            self._points = self._points[::2]
+            self._stride *= 2
+
+    def timeline(self, lines: int, source: str = "") -> Timeline:
+        tail = [p for p in (_point(n, t) for n, t in self._last) if p is not None]
+        return Timeline(
+            points=(*self._points, *tail),
+            running=tuple(self._running),
+            finished_line=self._finished,
+            lines=lines,
+            source=source,
+            nccl_connected=self._connected,
+            bench_started=self._bench,
+            bench_rows=self._bench_rows,
+        )
+
+
+def finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)

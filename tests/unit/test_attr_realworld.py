@@ -1,0 +1,63 @@
+"""Real logs (tests/data/realworld): the after-fix floors of each batch, healthy logs never
+called failures, no application log advised to drain, and no stop or drain on a guess.
+
+The floors sit a little under what attribution reaches when they were set (LEDGER.md has the
+first-sight figures, which predict accuracy on unseen logs; these only guard against losing
+what the batches taught).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trainmedic.offline.evaluate import NONE_LABEL, Summary, evaluate_corpora, summary
+
+REALWORLD = Path(__file__).resolve().parents[1] / "data" / "realworld"
+BATCHES = sorted(p for p in REALWORLD.iterdir() if (p / "labels.jsonl").is_file())
+FLOORS = {"batch01": 0.85, "batch02": 0.85}
+"""High+medium category accuracy after fixes (batch01 28/31, batch02 39/44 when set)."""
+
+
+@pytest.fixture(scope="module")
+def realworld() -> Summary:
+    return summary(evaluate_corpora(BATCHES))
+
+
+def test_the_batches_are_there() -> None:
+    assert {p.name for p in BATCHES} >= set(FLOORS)
+
+
+@pytest.mark.parametrize("batch", sorted(FLOORS))
+def test_after_fix_floor(batch: str) -> None:
+    data = summary(evaluate_corpora([REALWORLD / batch]))
+    hit, total = data.high_medium
+    assert total > 0 and hit / total >= FLOORS[batch], [
+        f"{o.label.file}: {o.label.category} -> {o.category}"
+        for o in data.outcomes
+        if not o.category_ok
+    ]
+
+
+def test_healthy_real_logs_are_no_failure(realworld: Summary) -> None:
+    healthy = [o for o in realworld.outcomes if o.label.category == NONE_LABEL]
+    assert len(healthy) >= 8
+    called = [o.label.file for o in healthy if o.category != NONE_LABEL]
+    # r2040 ends inside NCCL's setup, exactly as the stuck-in-setup hang does: known miss.
+    assert set(called) <= {"batch02/r2040.log"}, called
+
+
+def test_safety_over_all_real_logs(realworld: Summary) -> None:
+    safety = realworld.safety or {}
+    assert safety["application_logs_drained"] == 0
+    assert safety["stop_or_drain_below_confidence_0_5"] == 0
+
+
+def test_confidence_tracks_accuracy(realworld: Summary) -> None:
+    """The reliability table: verdicts under 0.5 are right less often than those above 0.7."""
+    low = [b for b in realworld.calibration if b.high <= 0.5 and b.count]
+    high = [b for b in realworld.calibration if b.low >= 0.7 and b.count]
+    low_acc = sum(b.right for b in low) / sum(b.count for b in low)
+    high_acc = sum(b.right for b in high) / sum(b.count for b in high)
+    assert high_acc >= 0.8 and low_acc < high_acc
