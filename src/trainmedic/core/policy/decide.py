@@ -30,7 +30,11 @@ hardware, nodes implicated             restart_excluding     exclude the implica
                                                              evidence (kernel log, telemetry,
                                                              scheduler), never on app stdout
 hardware, no node named                restart
-any guess (confidence < 0.5)           restart               too unsure to shrink or stop a job
+any guess (confidence < 0.5)           restart               too unsure to stop a job or drain a
+                                                             node (a repeat offender may still be
+                                                             excluded); only the progress rules
+                                                             (no checkpoint across N attempts,
+                                                             budget spent) stop it
 application, confident                 restart (service:     offline, where no retry follows:
                                        confirmation retry)   stop
 scheduler (preemption, time limit)     restart               spends no budget
@@ -106,7 +110,8 @@ def decide(verdict: Verdict, context: PolicyContext) -> Advice:
         return Advice(
             Action.RESTART, f"{what}: requeue from the checkpoint; spends no retry budget"
         )
-    if cat is Category.APPLICATION:
+    if cat is Category.APPLICATION and verdict.confidence >= STOP_CONFIDENCE:
+        # A guess never stops a job on its own say-so; only the progress rules below may.
         earlier = same_failure(verdict, context)
         if earlier is not None:
             where = (
@@ -153,7 +158,8 @@ def decide(verdict: Verdict, context: PolicyContext) -> Advice:
         isolation = choose_isolation(
             verdict,
             context,
-            may_drain=cat is not Category.SYSTEM_SOFTWARE,
+            # A guess (< STOP_CONFIDENCE) may move the job off a repeat offender, never drain.
+            may_drain=cat is not Category.SYSTEM_SOFTWARE and verdict.confidence >= STOP_CONFIDENCE,
             offenders_only=cat is Category.UNKNOWN,
         )
         notes = "; ".join(isolation.notes)
