@@ -13,7 +13,7 @@ from types import FrameType
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="TOML config file (default: built-in)")
     parser.add_argument(
-        "--timeout", type=float, help="seconds a hold may last (default: watchdog_timeout_s)"
+        "--timeout", type=float, help="seconds a hold may last (default: [watchdog] timeout_s)"
     )
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between checks")
     parser.add_argument("--once", action="store_true", help="check once and exit")
@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
     config = load_config(args.config) if args.config else default_config()
     Path(config.service.state_dir).mkdir(parents=True, exist_ok=True)
-    timeout = args.timeout if args.timeout is not None else config.service.watchdog_timeout_s
+    timeout = args.timeout if args.timeout is not None else config.watchdog.timeout_s
     watchdog = Watchdog(Store(config.service.db_url), build_adapter(config), timeout_s=timeout)
     if args.once:
         for release in watchdog.check():

@@ -5,22 +5,25 @@ source (job logs, progress files, checkpoints, node kernel logs, GPU telemetry),
 engine, turn its findings into stored incidents and advice (the policy decides), and let the
 executor carry advice out in action mode. ``run()`` repeats it every ``poll_interval_s``.
 
-State lives in the store, not here: a restarted service re-registers the stored jobs, reads
-their logs again from the start (attempt banners keep old attempts' lines out of the current
-evidence) and reaches the same incidents, which the store de-duplicates, so nothing is acted
-on twice and nothing is lost.
+State lives in the store, not here: a restarted service re-registers the stored jobs and
+goes on reading their logs where the last run left them (``sources.offsets``: the stored
+offsets lag a few cycles, so lines whose finding had not been stored yet are read again and
+the store de-duplicates what they re-derive); nothing is acted on twice, nothing is lost, and
+old lines are not news. A finding leaves the loop only once stored: one that the store
+refused ("database is locked", a full disk) is tried again next cycle.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from trainmedic.core.engine.engine import Engine
-from trainmedic.core.errors import TrainmedicError
+from trainmedic.core.engine.engine import Engine, Finding
+from trainmedic.core.errors import StoreError, TrainmedicError
 from trainmedic.core.observations import (
     CheckpointSaved,
     JobStatus,
@@ -38,6 +41,7 @@ from trainmedic.sources.checkpoints import CheckpointWatcher
 from trainmedic.sources.dcgm import DcgmScraper
 from trainmedic.sources.joblog import JobLogSource
 from trainmedic.sources.kernel import KernelLogSource
+from trainmedic.sources.offsets import FilePosition, OffsetBook
 from trainmedic.store import JobSpec, Store
 
 log = logging.getLogger(__name__)
@@ -53,8 +57,8 @@ class CycleResult:
 
 
 class _JobSources:
-    def __init__(self, job_id: str, spec: JobSpec) -> None:
-        self.logs = JobLogSource(job_id, spec.log_paths)
+    def __init__(self, job_id: str, spec: JobSpec, book: OffsetBook) -> None:
+        self.logs = JobLogSource(job_id, spec.log_paths, book=book)
         self.checkpoints = (
             CheckpointWatcher(job_id, spec.checkpoint_dir) if spec.checkpoint_dir else None
         )
@@ -91,8 +95,14 @@ class Service:
             stop_enforcement=config.policy.stop_enforcement,
         )
         self._jobs: dict[str, _JobSources] = {}
+        self._book = OffsetBook(
+            [FilePosition(**dataclasses.asdict(o)) for o in store.follower_offsets()],
+            lookback_s=config.sources.lookback_s,
+            clock=clock,
+        )
+        self._unstored: list[Finding] = []  # findings the store refused: tried again
         self._kernel = {
-            node: KernelLogSource(node, path) for node, path in (kernel_logs or {}).items()
+            node: self._kernel_source(node, path) for node, path in (kernel_logs or {}).items()
         }
         self._telemetry = [DcgmScraper(n, url) for n, url in (telemetry_urls or {}).items()]
         self._checkpoint_iter: dict[str, int] = {}  # job -> newest saved checkpoint iteration
@@ -114,9 +124,10 @@ class Service:
     def _watch(self, job_id: str, spec: JobSpec) -> None:
         if job_id in self._jobs:
             return
-        self._jobs[job_id] = _JobSources(job_id, spec)
+        self._jobs[job_id] = _JobSources(job_id, spec, self._book)
         for node, path in spec.kernel_logs.items():
-            self._kernel.setdefault(node, KernelLogSource(node, path))
+            if node not in self._kernel:
+                self._kernel[node] = self._kernel_source(node, path)
         attempts = self.store.list_attempts(job_id)
         if attempts:
             latest = max(attempts, key=lambda a: a.attempt)
@@ -170,12 +181,45 @@ class Service:
             self.engine.observe_all(observations, now)
             self._remember_progress(observations)
             result = CycleResult(now, snapshot)
-            for finding in self.engine.evaluate(now):
-                newest = self._checkpoint_iter.get(finding.job_id)
-                result.decisions.append(self.decisions.record(finding, snapshot, now, newest))
+            result.decisions = self._record(self.engine.evaluate(now), snapshot, now)
             if self.config.service.mode == "action":
                 result.executed = self.executor.step(snapshot, self.clock())
+            self._save_offsets()
             return result
+
+    # -- what must survive a restart -----------------------------------------------------
+
+    def _kernel_source(self, node: str, path: str) -> KernelLogSource:
+        return KernelLogSource(node, path, clock=self.clock, book=self._book)
+
+    def _record(
+        self, findings: list[Finding], snapshot: ClusterSnapshot, now: float
+    ) -> list[Decision]:
+        """Store each finding (those the store refused last cycle first); a finding the
+        store refuses now is kept for the next cycle, never dropped."""
+        decisions: list[Decision] = []
+        pending, self._unstored = self._unstored + findings, []
+        for finding in pending:
+            newest = self._checkpoint_iter.get(finding.job_id)
+            try:
+                decisions.append(self.decisions.record(finding, snapshot, now, newest))
+            except StoreError as exc:
+                log.error("job %s: decision not stored, retrying: %s", finding.job_id, exc)
+                self._unstored.append(finding)
+        return decisions
+
+    def _save_offsets(self) -> None:
+        """Store how far each log was read. Not while a finding settles or waits to be
+        stored: a restart must read its lines again."""
+        if self._unstored or self.engine.settling:
+            return
+        due = self._book.due()
+        try:
+            self.store.save_follower_offsets(due)
+        except StoreError as exc:
+            log.warning("log offsets not stored (next cycle tries again): %s", exc)
+            return
+        self._book.saved(due)
 
     def run(self, stop: threading.Event) -> None:
         interval = self.config.service.poll_interval_s
@@ -200,7 +244,7 @@ class Service:
                 for name in job.nodes:
                     if name not in self._kernel:
                         path = self._kernel_template.format(node=name)
-                        self._kernel[name] = KernelLogSource(name, path)
+                        self._kernel[name] = self._kernel_source(name, path)
             out.append(
                 JobStatus(
                     snapshot.time,

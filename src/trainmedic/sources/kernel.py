@@ -5,18 +5,27 @@ Its lines are evidence about the *node*, not a job (``job_id`` is None); the eng
 them to the jobs on that node. Because the source is ``kernel_log`` (a system source), a
 strong line here may justify draining the node, which the same text in a job's stdout never
 does.
+
+With an ``OffsetBook`` a restarted service goes on where it left the log, and a log never
+seen is read back only for lines dated inside the book's look-back window: an Xid from last
+week, still in kern.log, is history, not news.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
 
 from trainmedic.core.logparse.prefix import parse_prefix
 from trainmedic.core.model import EvidenceSource
 from trainmedic.core.observations import LogLine, Observation, SourceStale
 from trainmedic.sources.follower import LogFollower
-from trainmedic.sources.lines import Clock, line_time
+from trainmedic.sources.lines import Clock, followed_time
+from trainmedic.sources.offsets import OffsetBook
+
+# rsyslog's traditional format (``Mar  7 04:58:42 host kernel: ...``) is the node's local time.
+_SYSLOG_STAMP = re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d[ .]")
 
 
 class KernelLogSource:
@@ -27,21 +36,30 @@ class KernelLogSource:
         *,
         from_end: bool = False,
         clock: Clock = time.time,
+        book: OffsetBook | None = None,
     ) -> None:
-        """``from_end``: ignore what the log already holds (a real kern.log has history)."""
+        """``from_end``: ignore what the log already holds (a real kern.log has history).
+        ``book``: resume where the service left the log, look back a bounded window."""
         self.node = node
         self.path = os.fspath(path)
-        self._follower = LogFollower(path, from_end=from_end)
+        self._follower = LogFollower(path, from_end=from_end, book=book)
+        self._window_start = book.window_start if book is not None else float("-inf")
         self._clock = clock
 
     def poll(self) -> list[Observation]:
         now = self._clock()
         out: list[Observation] = []
         for line in self._follower.poll():
-            prefix = parse_prefix(line.text)
+            prefix = parse_prefix(line.text, now=now)
+            stamp = prefix.timestamp
+            if stamp is not None and _SYSLOG_STAMP.match(line.text):
+                stamp = local_to_utc(stamp)
+            t = followed_time(line, stamp, now, self._window_start, undated_backlog=False)
+            if t is None:
+                continue  # written before the look-back window, or when is unknown
             out.append(
                 LogLine(
-                    time=line_time(prefix.timestamp, now),
+                    time=t,
                     text=line.text,
                     source=EvidenceSource.KERNEL_LOG,
                     path=self.path,
@@ -56,3 +74,12 @@ class KernelLogSource:
 
     def close(self) -> None:
         self._follower.close()
+
+
+def local_to_utc(stamp: float) -> float:
+    """A wall-clock time parsed as if UTC, read again as this host's local time (syslog
+    writes local time; the service is assumed to share the nodes' zone)."""
+    try:
+        return time.mktime((*time.gmtime(stamp)[:8], -1))
+    except (OverflowError, ValueError):
+        return stamp

@@ -1,4 +1,5 @@
-"""The service's state: jobs, attempts, incidents, advice, holds and node history.
+"""The service's state: jobs, attempts, incidents, advice, holds, node history and where
+the service left each log file it follows.
 
 ``Store(url)`` works on SQLite (default; WAL, shared by several processes) and PostgreSQL
 (``postgresql://...``, through psycopg 3). All timestamps are Unix-seconds floats chosen by
@@ -14,12 +15,14 @@ from trainmedic.store.base import InvalidTransition, NotFound, normalise_url
 from trainmedic.store.decisions import DecisionsRepository, StoredDecision
 from trainmedic.store.jobs import JobsRepository
 from trainmedic.store.nodes import NodesRepository
+from trainmedic.store.offsets import OffsetsRepository
 from trainmedic.store.records import (
     ADVICE_TRANSITIONS,
     AdviceMode,
     AdviceRecord,
     AdviceStatus,
     AttemptRecord,
+    FollowerOffset,
     HoldRecord,
     IncidentRecord,
     JobRecord,
@@ -28,7 +31,7 @@ from trainmedic.store.records import (
 )
 
 
-class Store(JobsRepository, DecisionsRepository, NodesRepository):
+class Store(JobsRepository, DecisionsRepository, NodesRepository, OffsetsRepository):
     """Every repository over one engine: ``Store("sqlite:///path/state.db")``."""
 
 
@@ -43,6 +46,7 @@ __all__ = [
     "AdviceRecord",
     "AdviceStatus",
     "AttemptRecord",
+    "FollowerOffset",
     "HoldRecord",
     "IncidentRecord",
     "InvalidTransition",

@@ -171,3 +171,17 @@ class NodeEvent:
     strong: bool
     drained: bool
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class FollowerOffset:
+    """Where the service left one followed file (``sources.offsets.FilePosition``)."""
+
+    path: str
+    device: int
+    inode: int
+    head_len: int
+    head_hash: str
+    offset: int
+    line_no: int
+    saved_at: float

@@ -43,7 +43,9 @@ from trainmedic.service.config.sections import (
     SchedulerConfig,
     ServiceConfig,
     SlurmConfig,
+    SourcesConfig,
     WatchConfig,
+    WatchdogConfig,
 )
 
 __all__ = [
@@ -56,7 +58,9 @@ __all__ = [
     "SchedulerConfig",
     "ServiceConfig",
     "SlurmConfig",
+    "SourcesConfig",
     "WatchConfig",
+    "WatchdogConfig",
     "apply_policy_overrides",
     "default_config",
     "load_config",
