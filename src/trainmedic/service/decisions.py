@@ -3,9 +3,9 @@
 The policy (``trainmedic.core.policy.decide``) is pure; this reads the history it needs from the
 store (earlier attempts, node history, budgets), applies a job's own policy overrides, stores
 the verdict as an incident and the advice as the next generation for the job's attempt, and
-records the implicated nodes in their history. The incident and its advice are written in one
-transaction, and everything is idempotent per incident, so a service restarted after
-``kill -9`` that re-derives a finding changes nothing.
+records the implicated nodes in their history. The incident, its advice and the nodes'
+history are written in one transaction, and everything is idempotent per incident, so a
+service restarted after ``kill -9`` that re-derives a finding changes nothing.
 """
 
 from __future__ import annotations
@@ -100,18 +100,10 @@ class DecisionRecorder:
             detected_at=finding.anomaly.detected_at,
             fault_time=fault_time if fault_time is not None else finding.anomaly.since,
             evidence=finding.evidence[-MAX_STORED_EVIDENCE:],
+            implicated_nodes=verdict.implicated.nodes,
         )
         incident_id, new = stored.incident_id, stored.new
         if new:
-            for node in verdict.implicated.nodes:
-                self.store.record_node_event(
-                    node,
-                    time=now,
-                    job_id=finding.job_id,
-                    incident_id=incident_id,
-                    category=verdict.category,
-                    strong=bool(verdict.root_cause and verdict.root_cause.strong),
-                )
             log.info(
                 "incident %s job %s: %s/%s -> %s (%s)",
                 incident_id,
