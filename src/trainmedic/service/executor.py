@@ -16,6 +16,10 @@ of advices for it; a drain is idempotent in every adapter.
 Steps: ``drain:<node>`` for each node to drain, then ``requeue`` (restart / restart excluding)
 or ``cancel`` (stop; only with ``stop_enforcement``, otherwise the stop is recorded and the
 job left to its owner, as NVRx makes STOP opt-in).
+
+Finished jobs are not revived: a job the scheduler no longer knows, one that completed, and
+one its user cancelled (the user's decision, recorded in the advice's note) is never
+requeued by id; its advice is abandoned at the first check, not retried until the timeout.
 """
 
 from __future__ import annotations
@@ -23,13 +27,16 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from trainmedic.core.errors import SchedulerError
+from trainmedic.core.errors import JobNotRequeueable, SchedulerError
 from trainmedic.core.model import Action
 from trainmedic.core.states import JobState
 from trainmedic.schedulers.base import ClusterSnapshot, JobInfo, SchedulerAdapter
 from trainmedic.store import AdviceRecord, AdviceStatus, Store
 
 log = logging.getLogger(__name__)
+
+# A job in one of these states is over for good: a requeue would bring it back to life.
+ENDED_FOR_GOOD = frozenset({JobState.COMPLETED, JobState.CANCELLED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +88,14 @@ class Executor:
             elif advice.claimed_by != self.executor_id:
                 continue
             try:
-                events.extend(self._advance(advice, jobs.get(advice.job_id), snapshot, now))
+                self._advance(advice, jobs.get(advice.job_id), snapshot, now, events)
+            except JobNotRequeueable as exc:
+                # Nothing to retry: the job is over. One line in the log, not one per cycle.
+                log.info("advice %s: %s", advice.id, exc)
+                self.store.set_advice_status(
+                    advice.id, AdviceStatus.ABANDONED, now=now, note=str(exc)
+                )
+                events.append(ExecutorEvent(now, advice.id, advice.job_id, "abandoned", str(exc)))
             except SchedulerError as exc:
                 # The scheduler refused a step: leave it unrecorded, try again next cycle
                 # (until the convergence timeout abandons the advice).
@@ -91,14 +105,20 @@ class Executor:
         return events
 
     def _advance(
-        self, advice: AdviceRecord, job: JobInfo | None, snapshot: ClusterSnapshot, now: float
-    ) -> list[ExecutorEvent]:
-        events: list[ExecutorEvent] = []
+        self,
+        advice: AdviceRecord,
+        job: JobInfo | None,
+        snapshot: ClusterSnapshot,
+        now: float,
+        events: list[ExecutorEvent],
+    ) -> None:
+        """Issue what is left of the advice; each step's event is in ``events`` as soon as
+        it is recorded, even when a later step raises."""
         for step in planned_steps(advice):
             if step in advice.steps_done:
                 continue
             if snapshot.stale:
-                return events  # never act on a view we could not refresh
+                return  # never act on a view we could not refresh
             detail = self._issue(step, advice, job, now)
             self.store.mark_step_done(advice.id, step)
             events.append(ExecutorEvent(now, advice.id, advice.job_id, f"step:{step}", detail))
@@ -107,13 +127,14 @@ class Executor:
             events.append(ExecutorEvent(now, advice.id, advice.job_id, "applied"))
             advice = self.store.get_advice(advice.id)
         if snapshot.stale:
-            return events
+            return
+        if job is None and advice.action in (Action.RESTART, Action.RESTART_EXCLUDING):
+            raise JobNotRequeueable(f"job {advice.job_id} is no longer known to the scheduler")
         if _converged(advice, job, self.stop_enforcement):
             self.store.set_advice_status(advice.id, AdviceStatus.CONVERGED, now=now)
             events.append(ExecutorEvent(now, advice.id, advice.job_id, "converged"))
         else:
             events.extend(self._maybe_abandon(advice, now, "scheduler never showed the effect"))
-        return events
 
     def _issue(self, step: str, advice: AdviceRecord, job: JobInfo | None, now: float) -> str:
         if step.startswith("drain:"):
@@ -134,7 +155,9 @@ class Executor:
         if step == "cancel":
             if not self.stop_enforcement:
                 return "stop recorded, not enforced (stop_enforcement = false)"
-            if job is not None and job.state.is_terminal() and job.state is not JobState.FAILED:
+            if job is None:
+                return "already gone from the scheduler"
+            if job.state.is_terminal() and job.state is not JobState.FAILED:
                 return f"already {job.state.value}"
             self.adapter.cancel(advice.job_id, advice.basis[:200])
             return "cancelled"
@@ -157,6 +180,7 @@ class Executor:
             # restart, or a later generation) must not requeue the new attempt as well,
             # even while this cycle's snapshot still shows the old one.
             return f"already requeued by advice {earlier}"
+        self._check_not_over(advice, job)
         self.store.record_hold(advice.job_id, held_at=now, by=self.executor_id)
         try:
             self.adapter.requeue(advice.job_id, advice.exclude_nodes)
@@ -164,6 +188,27 @@ class Executor:
             self.store.release_hold(advice.job_id, released_at=now)
         excluded = f" excluding {', '.join(advice.exclude_nodes)}" if advice.exclude_nodes else ""
         return f"requeued{excluded}"
+
+    def _check_not_over(self, advice: AdviceRecord, job: JobInfo | None) -> None:
+        """Raise JobNotRequeueable for a job that is gone or over for good."""
+        if job is None:
+            raise JobNotRequeueable(
+                f"job {advice.job_id} is no longer known to the scheduler: not requeued"
+            )
+        if job.state is JobState.CANCELLED and not job.held:
+            by_us = self.stop_enforcement and self._cancelled_by_us(advice.job_id)
+            who = "trainmedic" if by_us else "its user"
+            raise JobNotRequeueable(
+                f"job {advice.job_id} was cancelled by {who}: "
+                "that decision stands, the job is not restarted"
+            )
+        if job.state in ENDED_FOR_GOOD and not job.held:
+            raise JobNotRequeueable(
+                f"job {advice.job_id} ended ({job.state.value}): not revived by a requeue"
+            )
+
+    def _cancelled_by_us(self, job_id: str) -> bool:
+        return any("cancel" in other.steps_done for other in self.store.list_advice(job_id))
 
     def _holds(self, job_id: str) -> bool:
         return any(hold.job_id == job_id for hold in self.store.open_holds())
