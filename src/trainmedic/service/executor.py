@@ -31,6 +31,7 @@ from trainmedic.core.errors import JobNotRequeueable, SchedulerError
 from trainmedic.core.model import Action
 from trainmedic.core.states import JobState
 from trainmedic.schedulers.base import ClusterSnapshot, JobInfo, SchedulerAdapter
+from trainmedic.service.holdfile import HoldFile
 from trainmedic.store import AdviceRecord, AdviceStatus, Store
 
 log = logging.getLogger(__name__)
@@ -68,12 +69,15 @@ class Executor:
         executor_id: str,
         stop_enforcement: bool = False,
         converge_timeout_s: float = 180.0,
+        hold_file: HoldFile | None = None,
     ) -> None:
+        """``hold_file``: the watchdog's own record of holds (it works without the store)."""
         self.store = store
         self.adapter = adapter
         self.executor_id = executor_id
         self.stop_enforcement = stop_enforcement
         self.converge_timeout_s = converge_timeout_s
+        self.hold_file = hold_file
 
     def step(self, snapshot: ClusterSnapshot, now: float) -> list[ExecutorEvent]:
         """Advance every active advice by what the scheduler allows right now."""
@@ -172,7 +176,7 @@ class Executor:
             and job.attempt > advice.attempt
             and not (job.held and self._holds(advice.job_id))
         ):
-            self.store.release_hold(advice.job_id, released_at=now)
+            self._release_records(advice.job_id, now)
             return f"already requeued (attempt {job.attempt})"
         earlier = self._requeued_by(advice)
         if earlier is not None:
@@ -181,11 +185,17 @@ class Executor:
             # even while this cycle's snapshot still shows the old one.
             return f"already requeued by advice {earlier}"
         self._check_not_over(advice, job)
+        if self.hold_file is not None:
+            self.hold_file.add(advice.job_id, held_at=now, by=self.executor_id)
         self.store.record_hold(advice.job_id, held_at=now, by=self.executor_id)
         try:
             self.adapter.requeue(advice.job_id, advice.exclude_nodes)
-        finally:
-            self.store.release_hold(advice.job_id, released_at=now)
+        except JobNotRequeueable:
+            self._release_records(advice.job_id, now)  # refused before anything was held
+            raise
+        # Any other failure may come after the hold (a release refused): the hold stays
+        # open, for the next cycle to finish the requeue or the watchdog to release it.
+        self._release_records(advice.job_id, now)
         excluded = f" excluding {', '.join(advice.exclude_nodes)}" if advice.exclude_nodes else ""
         return f"requeued{excluded}"
 
@@ -209,6 +219,11 @@ class Executor:
 
     def _cancelled_by_us(self, job_id: str) -> bool:
         return any("cancel" in other.steps_done for other in self.store.list_advice(job_id))
+
+    def _release_records(self, job_id: str, now: float) -> None:
+        self.store.release_hold(job_id, released_at=now)
+        if self.hold_file is not None:
+            self.hold_file.remove(job_id)
 
     def _holds(self, job_id: str) -> bool:
         return any(hold.job_id == job_id for hold in self.store.open_holds())

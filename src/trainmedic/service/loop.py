@@ -37,6 +37,7 @@ from trainmedic.service.config.sections import Config
 from trainmedic.service.decisions import Decision, DecisionRecorder
 from trainmedic.service.discovery import discover
 from trainmedic.service.executor import Executor, ExecutorEvent
+from trainmedic.service.holdfile import hold_file_in
 from trainmedic.sources.checkpoints import CheckpointWatcher
 from trainmedic.sources.dcgm import DcgmScraper
 from trainmedic.sources.joblog import JobLogSource
@@ -93,6 +94,7 @@ class Service:
             adapter,
             executor_id=executor_id,
             stop_enforcement=config.policy.stop_enforcement,
+            hold_file=hold_file_in(config.service.state_dir),
         )
         self._jobs: dict[str, _JobSources] = {}
         self._book = OffsetBook(
