@@ -50,6 +50,10 @@ def _watchdogs(parent: int) -> list[int]:
     return found
 
 
+def _log_text(tmp: Path) -> str:
+    return (tmp / "serve.log").read_text(errors="replace").split("watchdog exited", 1)[-1]
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -58,10 +62,11 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _held_job(cluster: SlurmCluster, tmp: Path, holds: HoldFile) -> str:
-    """A job held as a cut-short requeue leaves it, recorded only in the hold file."""
+def _held_job(cluster: SlurmCluster, tmp: Path, holds: HoldFile, delay: float = 0.0) -> str:
+    """A job held as a cut-short requeue leaves it, recorded only in the hold file (due
+    ``delay`` seconds later than a hold taken now)."""
     job = cluster.sbatch(["--hold", f"--output={tmp}/held.out", "--wrap", "sleep 60"])
-    holds.add(job, held_at=time.time(), by="killed-service")
+    holds.add(job, held_at=time.time() + delay, by="killed-service")
     return job
 
 
@@ -113,15 +118,18 @@ interval_s = 0.5
         )[0]
         watchdogs.append(second)
 
-        # kill -9 of the service: its watchdog lives on and still releases held jobs.
+        # kill -9 of the service with a hold open: its watchdog lives on, releases the job,
+        # then exits (no process left behind once nothing is held).
+        _wait("the new watchdog acting", lambda: "releasing" in _log_text(tmp_path), 60)
+        jobs.append(_held_job(slurm_cluster, tmp_path, holds, delay=3.0))
         serve.kill()
         serve.wait(10)
-        assert _alive(second)
-        jobs.append(_held_job(slurm_cluster, tmp_path, holds))
+        assert _alive(second) and slurm_cluster.job_state(jobs[-1]) == "PENDING"
         _wait(
             "released after the service died",
             lambda: slurm_cluster.job_state(jobs[-1]) == "RUNNING",
         )
+        _wait("the orphaned watchdog gone", lambda: not _alive(second))
     finally:
         if serve.poll() is None:
             serve.send_signal(signal.SIGTERM)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import threading
 from pathlib import Path
@@ -23,6 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--interval", type=float, help="seconds between checks (default: [watchdog] interval_s)"
     )
     parser.add_argument("--once", action="store_true", help="check once and exit")
+    parser.add_argument(
+        "--parent",
+        type=int,
+        help="pid of the service that started it: once that is gone, exit when no hold is open",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,5 +84,9 @@ def run(args: argparse.Namespace) -> int:
         if not lock.wait(stop, interval):
             return 0
     print(f"trainmedic watchdog: releasing holds older than {timeout:g} s", flush=True)
-    watchdog.run(stop, interval)
+
+    def orphaned() -> bool:
+        return args.parent is not None and os.getppid() != args.parent
+
+    watchdog.run(stop, interval, done=orphaned)
     return 0

@@ -1,10 +1,10 @@
 """``trainmedic serve`` keeps a watchdog running: a child process, started again if it dies.
 
 A child process, not a thread, so that the watchdog outlives a ``kill -9`` of the service it
-guards (that is when it is needed); it runs in its own session, so a signal to the service's
-process group does not reach it. Only one watchdog acts per state directory: it holds an
-exclusive lock (``watchdog.lock``), and a second one (a restarted service's child, while the
-killed service's child still runs) stands by until the lock is free.
+guards (that is when it is needed) until no hold is open; it runs in its own session, so a
+signal to the service's process group does not reach it. Only one watchdog acts per state
+directory: it holds an exclusive lock (``watchdog.lock``), and a second one (a restarted
+service's child, while the killed service's child still runs) stands by until it is free.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ STOP_GRACE_S = 5.0
 
 
 def watchdog_command(config_path: str | None) -> list[str]:
-    argv = [sys.executable, "-m", "trainmedic.cli.main", "watchdog"]
+    """The watchdog as this process's child: it stays while this process lives, and after
+    it died as long as a hold is open."""
+    argv = [sys.executable, "-m", "trainmedic.cli.main", "watchdog", "--parent", str(os.getpid())]
     return [*argv, "--config", config_path] if config_path else argv
 
 

@@ -8,7 +8,8 @@ through the same scheduler adapter, after one look at the scheduler: a job that 
 held, or no longer known, only has its records closed (no release to retry every second).
 
 ``trainmedic serve`` runs it as a supervised child process (``[watchdog] embedded``), so it
-outlives a ``kill -9`` of the service; ``trainmedic watchdog`` runs it apart.
+outlives a ``kill -9`` of the service as long as a hold is open (then it exits: the next
+service starts its own); ``trainmedic watchdog`` runs it apart.
 """
 
 from __future__ import annotations
@@ -83,13 +84,27 @@ class Watchdog:
             released.append(Release(job_id, held_at, now, True))
         return released
 
-    def run(self, stop: threading.Event, interval_s: float = 1.0) -> None:
+    def run(
+        self,
+        stop: threading.Event,
+        interval_s: float = 1.0,
+        *,
+        done: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """Check every ``interval_s`` until ``stop`` is set, or until ``done()`` says so
+        while no hold is open (an orphaned watchdog: its service is gone)."""
         while not stop.is_set():
             try:
                 self.check()
+                if done() and not self.holding():
+                    return
             except (TrainmedicError, OSError) as exc:  # a busy store, a full disk: never die
                 log.error("watchdog: %s", exc)
             stop.wait(interval_s)
+
+    def holding(self) -> bool:
+        """Some hold is open, in the store or in the hold file."""
+        return bool(self._overdue(float("inf")))
 
     # -- internals -----------------------------------------------------------------------
 
