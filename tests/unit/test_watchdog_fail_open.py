@@ -110,3 +110,36 @@ def test_the_hold_file_survives_damage(tmp_path: Path) -> None:
     assert [(h.job_id, h.held_at, h.by) for h in holds.holds()] == [("7", 1.0, "e1")]
     holds.remove("7")
     assert holds.holds() == []
+
+
+def test_a_drain_is_in_the_node_history_once_whatever_the_store_refused(tmp_path: Path) -> None:
+    """The drain's history entry is written with the step's record: a store that refuses the
+    record (the service dies there, or the database is locked) leaves neither, and the
+    retried step writes both once."""
+    import sqlite3
+
+    from trainmedic.core.errors import StoreError
+
+    store = Store(sqlite_url(str(tmp_path / "state.db")))
+    store.register_job("7", "fake", now=0.0)
+    incident = store.add_incident("7", 0, VERDICT, detected_at=1.0)
+    advice = Advice(Action.RESTART_EXCLUDING, "xid 79", ("node2",), ("node2",))
+    advice_id = store.put_advice(
+        "7", 0, advice, mode=AdviceMode.ACTION, now=1.0, incident_id=incident
+    ).id
+    assert store.claim_advice(advice_id, "e1")
+    sched = FakeScheduler()
+    sched.add_job("7", ["node1", "node2"])
+    executor = Executor(store, sched, executor_id="e1")
+    with sqlite3.connect(tmp_path / "state.db") as db:
+        db.execute(
+            "CREATE TRIGGER refuse BEFORE UPDATE OF steps_done ON advice "
+            "BEGIN SELECT RAISE(ABORT, 'database is locked'); END"
+        )
+    with pytest.raises(StoreError):
+        executor.step(sched.poll(["7"]), now=2.0)
+    with sqlite3.connect(tmp_path / "state.db") as db:
+        db.execute("DROP TRIGGER refuse")
+    executor.step(sched.poll(["7"]), now=3.0)
+    assert [c[0] for c in sched.calls] == ["drain", "drain", "requeue"]  # drain is idempotent
+    assert [(e.node, e.drained) for e in store.node_history()] == [("node2", True)]

@@ -32,7 +32,7 @@ from trainmedic.core.model import Action
 from trainmedic.core.states import JobState
 from trainmedic.schedulers.base import ClusterSnapshot, JobInfo, SchedulerAdapter
 from trainmedic.service.holdfile import HoldFile
-from trainmedic.store import AdviceRecord, AdviceStatus, Store
+from trainmedic.store import AdviceRecord, AdviceStatus, NodeHistoryEntry, Store
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +123,8 @@ class Executor:
                 continue
             if snapshot.stale:
                 return  # never act on a view we could not refresh
-            detail = self._issue(step, advice, job, now)
-            self.store.mark_step_done(advice.id, step)
+            detail, history = self._issue(step, advice, job, now)
+            self.store.mark_step_done(advice.id, step, history=history)
             events.append(ExecutorEvent(now, advice.id, advice.job_id, f"step:{step}", detail))
         if advice.applied_at is None:
             self.store.mark_applied(advice.id, now=now)
@@ -140,12 +140,15 @@ class Executor:
         else:
             events.extend(self._maybe_abandon(advice, now, "scheduler never showed the effect"))
 
-    def _issue(self, step: str, advice: AdviceRecord, job: JobInfo | None, now: float) -> str:
+    def _issue(
+        self, step: str, advice: AdviceRecord, job: JobInfo | None, now: float
+    ) -> tuple[str, NodeHistoryEntry | None]:
+        """Issue one step: (what happened, the node-history entry to store with it)."""
         if step.startswith("drain:"):
             node = step.removeprefix("drain:")
             reason = f"trainmedic: incident {advice.incident_id} of job {advice.job_id}"
             drained = self.adapter.drain(node, reason)
-            self.store.record_node_event(
+            history = NodeHistoryEntry(
                 node,
                 time=now,
                 job_id=advice.job_id,
@@ -153,19 +156,22 @@ class Executor:
                 drained=drained,
                 reason=reason if drained else "drain skipped: another owner's drain stands",
             )
-            return "drained" if drained else "left alone: drained by another owner"
+            return ("drained" if drained else "left alone: drained by another owner"), history
         if step == "requeue":
-            return self._requeue(advice, job, now)
+            return self._requeue(advice, job, now), None
         if step == "cancel":
-            if not self.stop_enforcement:
-                return "stop recorded, not enforced (stop_enforcement = false)"
-            if job is None:
-                return "already gone from the scheduler"
-            if job.state.is_terminal() and job.state is not JobState.FAILED:
-                return f"already {job.state.value}"
-            self.adapter.cancel(advice.job_id, advice.basis[:200])
-            return "cancelled"
+            return self._cancel(advice, job), None
         raise SchedulerError(f"unknown step {step!r} in advice {advice.id}")
+
+    def _cancel(self, advice: AdviceRecord, job: JobInfo | None) -> str:
+        if not self.stop_enforcement:
+            return "stop recorded, not enforced (stop_enforcement = false)"
+        if job is None:
+            return "already gone from the scheduler"
+        if job.state.is_terminal() and job.state is not JobState.FAILED:
+            return f"already {job.state.value}"
+        self.adapter.cancel(advice.job_id, advice.basis[:200])
+        return "cancelled"
 
     def _requeue(self, advice: AdviceRecord, job: JobInfo | None, now: float) -> str:
         # Done before a crash. A job still held by our open hold was cut short between hold

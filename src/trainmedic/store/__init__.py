@@ -28,6 +28,7 @@ from trainmedic.store.records import (
     JobRecord,
     JobSpec,
     NodeEvent,
+    NodeHistoryEntry,
 )
 
 
@@ -53,6 +54,7 @@ __all__ = [
     "JobRecord",
     "JobSpec",
     "NodeEvent",
+    "NodeHistoryEntry",
     "NotFound",
     "Store",
     "StoredDecision",

@@ -174,6 +174,18 @@ class NodeEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeHistoryEntry:
+    """A node-history row to write with another change, in its transaction."""
+
+    node: str
+    time: float
+    job_id: str | None = None
+    incident_id: int | None = None
+    drained: bool = False
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class FollowerOffset:
     """Where the service left one followed file (``sources.offsets.FilePosition``)."""
 
