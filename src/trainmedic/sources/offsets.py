@@ -74,7 +74,7 @@ def head_of(fd: int, size: int) -> tuple[int, str]:
 
 
 class _Entry:
-    __slots__ = ("device", "head", "inode", "line_no", "offset", "persisted", "reached_at")
+    __slots__ = ("device", "dirty", "head", "inode", "line_no", "offset", "reached_at")
 
     def __init__(self, device: int, inode: int, head: tuple[int, str]) -> None:
         self.device = device
@@ -83,7 +83,15 @@ class _Entry:
         self.offset = -1
         self.line_no = 0
         self.reached_at = 0.0
-        self.persisted: FilePosition | None = None
+        self.dirty = False  # moved since the store last confirmed it
+
+
+def _position(path: str, entry: _Entry) -> FilePosition:
+    length, digest = entry.head
+    return FilePosition(
+        path, entry.device, entry.inode, length, digest, entry.offset, entry.line_no,
+        entry.reached_at,
+    )  # fmt: skip
 
 
 class OffsetBook:
@@ -148,29 +156,23 @@ class OffsetBook:
             entry.head = head_of(fd, offset)  # a young file: its head is still being written
         if (entry.offset, entry.line_no) != (offset, line_no):
             entry.offset, entry.line_no, entry.reached_at = offset, line_no, self._clock()
+            entry.dirty = True
 
     # -- the service stores what changed ---------------------------------------------------
 
     def due(self) -> list[FilePosition]:
-        """Positions that changed since they were last ``saved``."""
-        out: list[FilePosition] = []
-        for path, entry in self._entries.items():
-            if entry.offset < 0:
-                continue
-            position = FilePosition(
-                path, entry.device, entry.inode, *entry.head,
-                entry.offset, entry.line_no, entry.reached_at,
-            )  # fmt: skip
-            if position != entry.persisted:
-                out.append(position)
-        return out
+        """Positions that moved since they were last ``saved``."""
+        return [_position(path, entry) for path, entry in self._entries.items() if entry.dirty]
 
     def saved(self, positions: Iterable[FilePosition]) -> None:
         """The store holds these now (``due`` offers them again until this is called)."""
         for position in positions:
             entry = self._entries.get(position.path)
-            if entry is not None:
-                entry.persisted = position
+            if entry is not None and (entry.offset, entry.line_no) == (
+                position.offset,
+                position.line_no,
+            ):
+                entry.dirty = False
 
     def forget(self, path: str) -> None:
         """The file is no longer followed (its job was unwatched)."""
