@@ -138,3 +138,23 @@ def test_year_less_stamps_get_the_year_nearest_now_never_ahead() -> None:
     assert time.gmtime(parse_prefix("Mar  7 04:58:42 n1 kernel: x").timestamp or 0).tm_year == (
         2024
     )
+
+
+def test_a_live_line_stamped_hours_off_is_timed_when_read(tmp_path: Path) -> None:
+    """Python's logging writes local time without a zone: read as UTC on a UTC-5 cluster, a
+    line just written looks five hours old, and would seem to predate its own attempt."""
+    from trainmedic.sources.joblog import JobLogSource
+
+    log = tmp_path / "job.out"
+    log.write_text("")
+    now = time.time()
+    source = JobLogSource("7", [log], clock=lambda: now, book=OffsetBook())
+    assert source.poll() == []
+    local = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(now - 5 * 3600))
+    log.write_text(f"{local},954 - ERROR - RuntimeError: boom\n{_iso_z(now - 2)} ok\n")
+    skewed, recent = source.poll()
+    assert skewed.time == now and abs(recent.time - (now - 2)) < 0.01
+
+
+def _iso_z(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1000):03d}Z"

@@ -11,9 +11,11 @@ from trainmedic.sources.offsets import LineOrigin
 
 Clock = Callable[[], float]
 
-MAX_LINE_AGE_S = 86400.0
-"""A line's own timestamp is trusted only within a day of now (and not in the future):
-syslog stamps carry no year and a skewed clock should not move events by hours."""
+MAX_LINE_AGE_S = 300.0
+"""A line read as it is written keeps its own stamp only within this of the read (and not in
+the future): the stamp orders a burst of lines, but a clock or a zone that is off by hours
+(Python's logging writes local time without a zone) must not move the line before the
+attempt that wrote it."""
 
 
 def line_time(stamp: float | None, now: float) -> float:
