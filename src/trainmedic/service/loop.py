@@ -200,13 +200,16 @@ class Service:
         """Store each finding (those the store refused last cycle first); a finding the
         store refuses now is kept for the next cycle, never dropped."""
         decisions: list[Decision] = []
+        retried = len(self._unstored)
         pending, self._unstored = self._unstored + findings, []
-        for finding in pending:
+        for i, finding in enumerate(pending):
             newest = self._checkpoint_iter.get(finding.job_id)
             try:
                 decisions.append(self.decisions.record(finding, snapshot, now, newest))
             except StoreError as exc:
-                log.error("job %s: decision not stored, retrying: %s", finding.job_id, exc)
+                # Said once per finding; the retries that follow every cycle are quiet.
+                level = logging.DEBUG if i < retried else logging.ERROR
+                log.log(level, "job %s: decision not stored yet: %s", finding.job_id, exc)
                 self._unstored.append(finding)
         return decisions
 
