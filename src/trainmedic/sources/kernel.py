@@ -14,7 +14,6 @@ week, still in kern.log, is history, not news.
 from __future__ import annotations
 
 import os
-import re
 import time
 
 from trainmedic.core.logparse.prefix import parse_prefix
@@ -23,9 +22,6 @@ from trainmedic.core.observations import LogLine, Observation, SourceStale
 from trainmedic.sources.follower import LogFollower
 from trainmedic.sources.lines import Clock, followed_time
 from trainmedic.sources.offsets import OffsetBook
-
-# rsyslog's traditional format (``Mar  7 04:58:42 host kernel: ...``) is the node's local time.
-_SYSLOG_STAMP = re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d[ .]")
 
 
 class KernelLogSource:
@@ -51,10 +47,9 @@ class KernelLogSource:
         out: list[Observation] = []
         for line in self._follower.poll():
             prefix = parse_prefix(line.text, now=now)
-            stamp = prefix.timestamp
-            if stamp is not None and _SYSLOG_STAMP.match(line.text):
-                stamp = local_to_utc(stamp)
-            t = followed_time(line, stamp, now, self._window_start, undated_backlog=False)
+            t = followed_time(
+                line, prefix.timestamp, now, self._window_start, undated_backlog=False
+            )
             if t is None:
                 continue  # written before the look-back window, or when is unknown
             out.append(
@@ -74,12 +69,3 @@ class KernelLogSource:
 
     def close(self) -> None:
         self._follower.close()
-
-
-def local_to_utc(stamp: float) -> float:
-    """A wall-clock time parsed as if UTC, read again as this host's local time (syslog
-    writes local time; the service is assumed to share the nodes' zone)."""
-    try:
-        return time.mktime((*time.gmtime(stamp)[:8], -1))
-    except (OverflowError, ValueError):
-        return stamp
