@@ -32,7 +32,9 @@ def test_defaults() -> None:
     assert config.service.mode == "monitor"
     assert config.service.poll_interval_s == 0.5
     assert (config.service.api_host, config.service.api_port) == ("127.0.0.1", 8377)
-    assert config.service.watchdog_timeout_s == 60.0
+    # Longer than a slow requeue (11-13 s from requeue to running in the Slurm lab).
+    assert (config.watchdog.timeout_s, config.watchdog.embedded) == (120.0, True)
+    assert config.sources.lookback_s == 600.0
     assert config.service.state_dir == "/home/u/.local/state/trainmedic"
     assert config.service.db_url == "sqlite:////home/u/.local/state/trainmedic/trainmedic.db"
     budget = config.policy.retry_budget

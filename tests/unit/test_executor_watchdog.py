@@ -143,6 +143,7 @@ def test_watchdog_releases_only_old_holds(store: Store) -> None:
 def test_watchdog_keeps_hold_when_release_fails(store: Store) -> None:
     sched = FakeScheduler()
     sched.add_job("7", ["node1"])
+    sched.hold("7")
     store.record_hold("7", held_at=0.0, by="dead")
     sched.fail_next = "release"
     watchdog = Watchdog(store, sched, timeout_s=1.0, clock=lambda: 10.0)

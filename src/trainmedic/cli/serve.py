@@ -1,4 +1,5 @@
-"""``trainmedic serve``: the recovery service (loop + HTTP API) until SIGTERM/SIGINT."""
+"""``trainmedic serve``: the recovery service (loop + HTTP API) until SIGTERM/SIGINT, with
+its watchdog as a supervised child process unless ``[watchdog] embedded = false``."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from trainmedic.api.server import ApiServer
     from trainmedic.service.config import default_config, load_config
     from trainmedic.service.loop import Service
+    from trainmedic.service.supervisor import ChildSupervisor, watchdog_command
     from trainmedic.service.wiring import build_adapter, kernel_logs_of
     from trainmedic.store import Store
     from trainmedic.store.leader import leadership_for
@@ -59,6 +61,10 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
+    watchdog = None
+    if config.watchdog.embedded:
+        watchdog = ChildSupervisor(watchdog_command(str(args.config) if args.config else None))
+        watchdog.start()
     api = None
     if not args.no_api:
         api = ApiServer(
@@ -74,7 +80,9 @@ def run(args: argparse.Namespace) -> int:
         api.start()
     print(
         f"trainmedic serve: mode={config.service.mode} scheduler={adapter.name} "
-        f"db={config.service.db_url}" + (f" api={api.url}" if api else ""),
+        f"db={config.service.db_url}"
+        + (f" api={api.url}" if api else "")
+        + (" watchdog=embedded" if watchdog else " watchdog=apart"),
         flush=True,
     )
     try:
@@ -84,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
             api.stop()
         if notifier is not None:
             notifier.close()
+        if watchdog is not None:
+            watchdog.stop()
         store.close()
     return 0
 

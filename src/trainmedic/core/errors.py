@@ -20,6 +20,11 @@ class SchedulerError(TrainmedicError):
     """A scheduler command failed or its output could not be parsed."""
 
 
+class JobNotRequeueable(SchedulerError):
+    """The job is over for good (completed, or cancelled by its user) or unknown to the
+    scheduler: requeuing it by id would revive a finished job. Not worth another try."""
+
+
 class SchedulerUnavailable(SchedulerError):
     """The scheduler could not be reached: data is stale, not a failure verdict."""
 

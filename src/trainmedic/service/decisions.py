@@ -4,9 +4,9 @@ The policy (``trainmedic.core.policy.decide``) is pure; this reads the history i
 store (earlier attempts, node history, budgets), applies a job's own policy overrides, stores
 the verdict as an incident and the advice as the next generation for the job's attempt, and
 records in their history the implicated nodes that the cluster's own evidence names (never a
-node named only by the job's output: ``core.policy.trust``). The incident and its advice are
-written in one transaction, and everything is idempotent per incident, so a service restarted after
-``kill -9`` that re-derives a finding changes nothing.
+node named only by the job's output: ``core.policy.trust``). The incident, its advice and the
+nodes' history are written in one transaction, and everything is idempotent per incident, so
+a service restarted after ``kill -9`` that re-derives a finding changes nothing.
 """
 
 from __future__ import annotations
@@ -112,22 +112,12 @@ class DecisionRecorder:
             detected_at=finding.anomaly.detected_at,
             fault_time=fault_time if fault_time is not None else finding.anomaly.since,
             evidence=finding.evidence[-MAX_STORED_EVIDENCE:],
+            charges=node_charges(verdict, context),
         )
         incident_id, new = stored.incident_id, stored.new
         if new and advice.breaker_trip:
             self._trip_breaker(finding, context, incident_id, now)
         if new:
-            # Only the cluster's own evidence enters a node's history (core.policy.trust).
-            for charge in node_charges(verdict, context):
-                self.store.record_node_event(
-                    charge.node,
-                    time=now,
-                    job_id=finding.job_id,
-                    incident_id=incident_id,
-                    category=verdict.category,
-                    strong=charge.strong,
-                    reason=charge.reason,
-                )
             log.info(
                 "incident %s job %s: %s/%s -> %s (%s)",
                 incident_id,

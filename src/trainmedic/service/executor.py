@@ -16,6 +16,10 @@ of advices for it; a drain is idempotent in every adapter.
 Steps: ``drain:<node>`` for each node to drain, then ``requeue`` (restart / restart excluding)
 or ``cancel`` (stop; only with ``stop_enforcement``, otherwise the stop is recorded and the
 job left to its owner, as NVRx makes STOP opt-in).
+
+Finished jobs are not revived: a job the scheduler no longer knows, one that completed, and
+one its user cancelled (the user's decision, recorded in the advice's note) is never
+requeued by id; its advice is abandoned at the first check, not retried until the timeout.
 """
 
 from __future__ import annotations
@@ -23,13 +27,17 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from trainmedic.core.errors import SchedulerError
+from trainmedic.core.errors import JobNotRequeueable, SchedulerError
 from trainmedic.core.model import Action
 from trainmedic.core.states import JobState
 from trainmedic.schedulers.base import ClusterSnapshot, JobInfo, SchedulerAdapter
-from trainmedic.store import AdviceRecord, AdviceStatus, Store
+from trainmedic.service.holdfile import HoldFile
+from trainmedic.store import AdviceRecord, AdviceStatus, NodeHistoryEntry, Store
 
 log = logging.getLogger(__name__)
+
+# A job in one of these states is over for good: a requeue would bring it back to life.
+ENDED_FOR_GOOD = frozenset({JobState.COMPLETED, JobState.CANCELLED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,12 +69,15 @@ class Executor:
         executor_id: str,
         stop_enforcement: bool = False,
         converge_timeout_s: float = 180.0,
+        hold_file: HoldFile | None = None,
     ) -> None:
+        """``hold_file``: the watchdog's own record of holds (it works without the store)."""
         self.store = store
         self.adapter = adapter
         self.executor_id = executor_id
         self.stop_enforcement = stop_enforcement
         self.converge_timeout_s = converge_timeout_s
+        self.hold_file = hold_file
 
     def step(self, snapshot: ClusterSnapshot, now: float) -> list[ExecutorEvent]:
         """Advance every active advice by what the scheduler allows right now."""
@@ -81,7 +92,14 @@ class Executor:
             elif advice.claimed_by != self.executor_id:
                 continue
             try:
-                events.extend(self._advance(advice, jobs.get(advice.job_id), snapshot, now))
+                self._advance(advice, jobs.get(advice.job_id), snapshot, now, events)
+            except JobNotRequeueable as exc:
+                # Nothing to retry: the job is over. One line in the log, not one per cycle.
+                log.info("advice %s: %s", advice.id, exc)
+                self.store.set_advice_status(
+                    advice.id, AdviceStatus.ABANDONED, now=now, note=str(exc)
+                )
+                events.append(ExecutorEvent(now, advice.id, advice.job_id, "abandoned", str(exc)))
             except SchedulerError as exc:
                 # The scheduler refused a step: leave it unrecorded, try again next cycle
                 # (until the convergence timeout abandons the advice).
@@ -91,36 +109,46 @@ class Executor:
         return events
 
     def _advance(
-        self, advice: AdviceRecord, job: JobInfo | None, snapshot: ClusterSnapshot, now: float
-    ) -> list[ExecutorEvent]:
-        events: list[ExecutorEvent] = []
+        self,
+        advice: AdviceRecord,
+        job: JobInfo | None,
+        snapshot: ClusterSnapshot,
+        now: float,
+        events: list[ExecutorEvent],
+    ) -> None:
+        """Issue what is left of the advice; each step's event is in ``events`` as soon as
+        it is recorded, even when a later step raises."""
         for step in planned_steps(advice):
             if step in advice.steps_done:
                 continue
             if snapshot.stale:
-                return events  # never act on a view we could not refresh
-            detail = self._issue(step, advice, job, now)
-            self.store.mark_step_done(advice.id, step)
+                return  # never act on a view we could not refresh
+            detail, history = self._issue(step, advice, job, now)
+            self.store.mark_step_done(advice.id, step, history=history)
             events.append(ExecutorEvent(now, advice.id, advice.job_id, f"step:{step}", detail))
         if advice.applied_at is None:
             self.store.mark_applied(advice.id, now=now)
             events.append(ExecutorEvent(now, advice.id, advice.job_id, "applied"))
             advice = self.store.get_advice(advice.id)
         if snapshot.stale:
-            return events
+            return
+        if job is None and advice.action in (Action.RESTART, Action.RESTART_EXCLUDING):
+            raise JobNotRequeueable(f"job {advice.job_id} is no longer known to the scheduler")
         if _converged(advice, job, self.stop_enforcement):
             self.store.set_advice_status(advice.id, AdviceStatus.CONVERGED, now=now)
             events.append(ExecutorEvent(now, advice.id, advice.job_id, "converged"))
         else:
             events.extend(self._maybe_abandon(advice, now, "scheduler never showed the effect"))
-        return events
 
-    def _issue(self, step: str, advice: AdviceRecord, job: JobInfo | None, now: float) -> str:
+    def _issue(
+        self, step: str, advice: AdviceRecord, job: JobInfo | None, now: float
+    ) -> tuple[str, NodeHistoryEntry | None]:
+        """Issue one step: (what happened, the node-history entry to store with it)."""
         if step.startswith("drain:"):
             node = step.removeprefix("drain:")
             reason = f"trainmedic: incident {advice.incident_id} of job {advice.job_id}"
             drained = self.adapter.drain(node, reason)
-            self.store.record_node_event(
+            history = NodeHistoryEntry(
                 node,
                 time=now,
                 job_id=advice.job_id,
@@ -128,17 +156,22 @@ class Executor:
                 drained=drained,
                 reason=reason if drained else "drain skipped: another owner's drain stands",
             )
-            return "drained" if drained else "left alone: drained by another owner"
+            return ("drained" if drained else "left alone: drained by another owner"), history
         if step == "requeue":
-            return self._requeue(advice, job, now)
+            return self._requeue(advice, job, now), None
         if step == "cancel":
-            if not self.stop_enforcement:
-                return "stop recorded, not enforced (stop_enforcement = false)"
-            if job is not None and job.state.is_terminal() and job.state is not JobState.FAILED:
-                return f"already {job.state.value}"
-            self.adapter.cancel(advice.job_id, advice.basis[:200])
-            return "cancelled"
+            return self._cancel(advice, job), None
         raise SchedulerError(f"unknown step {step!r} in advice {advice.id}")
+
+    def _cancel(self, advice: AdviceRecord, job: JobInfo | None) -> str:
+        if not self.stop_enforcement:
+            return "stop recorded, not enforced (stop_enforcement = false)"
+        if job is None:
+            return "already gone from the scheduler"
+        if job.state.is_terminal() and job.state is not JobState.FAILED:
+            return f"already {job.state.value}"
+        self.adapter.cancel(advice.job_id, advice.basis[:200])
+        return "cancelled"
 
     def _requeue(self, advice: AdviceRecord, job: JobInfo | None, now: float) -> str:
         # Done before a crash. A job still held by our open hold was cut short between hold
@@ -149,7 +182,7 @@ class Executor:
             and job.attempt > advice.attempt
             and not (job.held and self._holds(advice.job_id))
         ):
-            self.store.release_hold(advice.job_id, released_at=now)
+            self._release_records(advice.job_id, now)
             return f"already requeued (attempt {job.attempt})"
         earlier = self._requeued_by(advice)
         if earlier is not None:
@@ -157,13 +190,46 @@ class Executor:
             # restart, or a later generation) must not requeue the new attempt as well,
             # even while this cycle's snapshot still shows the old one.
             return f"already requeued by advice {earlier}"
+        self._check_not_over(advice, job)
+        if self.hold_file is not None:
+            self.hold_file.add(advice.job_id, held_at=now, by=self.executor_id)
         self.store.record_hold(advice.job_id, held_at=now, by=self.executor_id)
         try:
             self.adapter.requeue(advice.job_id, advice.exclude_nodes)
-        finally:
-            self.store.release_hold(advice.job_id, released_at=now)
+        except JobNotRequeueable:
+            self._release_records(advice.job_id, now)  # refused before anything was held
+            raise
+        # Any other failure may come after the hold (a release refused): the hold stays
+        # open, for the next cycle to finish the requeue or the watchdog to release it.
+        self._release_records(advice.job_id, now)
         excluded = f" excluding {', '.join(advice.exclude_nodes)}" if advice.exclude_nodes else ""
         return f"requeued{excluded}"
+
+    def _check_not_over(self, advice: AdviceRecord, job: JobInfo | None) -> None:
+        """Raise JobNotRequeueable for a job that is gone or over for good."""
+        if job is None:
+            raise JobNotRequeueable(
+                f"job {advice.job_id} is no longer known to the scheduler: not requeued"
+            )
+        if job.state is JobState.CANCELLED and not job.held:
+            by_us = self.stop_enforcement and self._cancelled_by_us(advice.job_id)
+            who = "trainmedic" if by_us else "its user"
+            raise JobNotRequeueable(
+                f"job {advice.job_id} was cancelled by {who}: "
+                "that decision stands, the job is not restarted"
+            )
+        if job.state in ENDED_FOR_GOOD and not job.held:
+            raise JobNotRequeueable(
+                f"job {advice.job_id} ended ({job.state.value}): not revived by a requeue"
+            )
+
+    def _cancelled_by_us(self, job_id: str) -> bool:
+        return any("cancel" in other.steps_done for other in self.store.list_advice(job_id))
+
+    def _release_records(self, job_id: str, now: float) -> None:
+        self.store.release_hold(job_id, released_at=now)
+        if self.hold_file is not None:
+            self.hold_file.remove(job_id)
 
     def _holds(self, job_id: str) -> bool:
         return any(hold.job_id == job_id for hold in self.store.open_holds())

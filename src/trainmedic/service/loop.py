@@ -10,15 +10,18 @@ A source that cannot be read (a log, the scheduler, a node's kernel log or DCGM 
 "unknown" for the job, shown in ``sources`` (the API's per-job source status), and never a
 failure by itself.
 
-State lives in the store, not here: a restarted service re-registers the stored jobs, reads
-their logs again from the start (attempt banners keep old attempts' lines out of the current
-evidence) and reaches the same incidents, which the store de-duplicates, so nothing is acted
-on twice and nothing is lost.
+State lives in the store, not here: a restarted service re-registers the stored jobs and
+goes on reading their logs where the last run left them (``sources.offsets``: the stored
+offsets lag a few cycles, so lines whose finding had not been stored yet are read again and
+the store de-duplicates what they re-derive); nothing is acted on twice, nothing is lost, and
+old lines are not news. A finding leaves the loop only once stored: one that the store
+refused ("database is locked", a full disk) is tried again next cycle.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import threading
 import time
@@ -27,8 +30,8 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import TYPE_CHECKING
 
-from trainmedic.core.engine.engine import Engine
-from trainmedic.core.errors import TrainmedicError
+from trainmedic.core.engine.engine import Engine, Finding
+from trainmedic.core.errors import StoreError, TrainmedicError
 from trainmedic.core.observations import (
     CheckpointSaved,
     JobStatus,
@@ -44,11 +47,13 @@ from trainmedic.service.config.sections import Config
 from trainmedic.service.decisions import Decision, DecisionRecorder
 from trainmedic.service.discovery import discover
 from trainmedic.service.executor import Executor, ExecutorEvent
+from trainmedic.service.holdfile import hold_file_in
 from trainmedic.service.node_sources import NodeSources
 from trainmedic.service.source_status import SourceBoard
 from trainmedic.sources.checkpoints import CheckpointWatcher
 from trainmedic.sources.joblog import JobLogSource
 from trainmedic.sources.lines import resolve_timezone
+from trainmedic.sources.offsets import FilePosition, OffsetBook
 from trainmedic.store import CheckpointSeen, JobRecord, JobSpec, NotFound, Store
 from trainmedic.store.leader import Leadership
 
@@ -73,9 +78,15 @@ class CycleResult:
 
 class _JobSources:
     def __init__(
-        self, job_id: str, spec: JobSpec, tz: tzinfo, board: SourceBoard, clock: Clock
+        self,
+        job_id: str,
+        spec: JobSpec,
+        tz: tzinfo,
+        board: SourceBoard,
+        clock: Clock,
+        book: OffsetBook,
     ) -> None:
-        self.logs = JobLogSource(job_id, spec.log_paths, tz=tz, clock=clock)
+        self.logs = JobLogSource(job_id, spec.log_paths, tz=tz, clock=clock, book=book)
         self.checkpoints = (
             CheckpointWatcher(job_id, spec.checkpoint_dir, clock=clock)
             if spec.checkpoint_dir
@@ -124,8 +135,15 @@ class Service:
             adapter,
             executor_id=executor_id,
             stop_enforcement=config.policy.stop_enforcement,
+            hold_file=hold_file_in(config.service.state_dir),
         )
         self._jobs: dict[str, _JobSources] = {}
+        self._book = OffsetBook(
+            [FilePosition(**dataclasses.asdict(o)) for o in store.follower_offsets()],
+            lookback_s=config.sources.lookback_s,
+            clock=clock,
+        )
+        self._unstored: list[Finding] = []  # findings the store refused: tried again
         self.sources = SourceBoard()
         # Zone-less printed stamps are read in this zone: for ordering and reports only.
         self._tz = resolve_timezone(config.detect.log_timezone)
@@ -138,6 +156,7 @@ class Service:
             telemetry_urls=telemetry_urls,
             tz=self._tz,
             clock=clock,
+            book=self._book,
         )
         self._scheduler_unknown: set[str] = set()  # jobs told the scheduler poll failed
         self._checkpoint_iter: dict[str, int] = {}  # job -> newest saved checkpoint iteration
@@ -170,7 +189,9 @@ class Service:
     def _watch(self, job_id: str, spec: JobSpec) -> None:
         if job_id in self._jobs:
             return
-        self._jobs[job_id] = _JobSources(job_id, spec, self._tz, self.sources, self.clock)
+        self._jobs[job_id] = _JobSources(
+            job_id, spec, self._tz, self.sources, self.clock, self._book
+        )
         for node, path in spec.kernel_logs.items():
             self._nodes.add_kernel_log(node, path)
         attempts = self.store.list_attempts(job_id)
@@ -227,14 +248,13 @@ class Service:
             self.engine.observe_all(observations, now)
             self._remember_progress(observations)
             result = CycleResult(now, snapshot)
-            for finding in self.engine.evaluate(now):
-                newest = self._checkpoint_iter.get(finding.job_id)
-                result.decisions.append(self.decisions.record(finding, snapshot, now, newest))
+            result.decisions = self._record(self.engine.evaluate(now), snapshot, now)
             if self.config.service.mode == "action":
                 result.executed = self.executor.step(snapshot, self.clock())
             self._retire_ended(snapshot, now)
             if self.notifier is not None:
                 self.notifier.cycle(result.decisions, result.executed, now)
+            self._save_offsets()
             return result
 
     def _drain(self, sources: _JobSources, now: float) -> _JobSources:
@@ -272,6 +292,40 @@ class Service:
             self._checkpoint_iter.pop(job_id, None)
             self._retired.add(job_id)
             log.info("job %s ended: unwatched", job_id)
+
+    # -- what must survive a restart -----------------------------------------------------
+
+    def _record(
+        self, findings: list[Finding], snapshot: ClusterSnapshot, now: float
+    ) -> list[Decision]:
+        """Store each finding (those the store refused last cycle first); a finding the
+        store refuses now is kept for the next cycle, never dropped."""
+        decisions: list[Decision] = []
+        retried = len(self._unstored)
+        pending, self._unstored = self._unstored + findings, []
+        for i, finding in enumerate(pending):
+            newest = self._checkpoint_iter.get(finding.job_id)
+            try:
+                decisions.append(self.decisions.record(finding, snapshot, now, newest))
+            except StoreError as exc:
+                # Said once per finding; the retries that follow every cycle are quiet.
+                level = logging.DEBUG if i < retried else logging.ERROR
+                log.log(level, "job %s: decision not stored yet: %s", finding.job_id, exc)
+                self._unstored.append(finding)
+        return decisions
+
+    def _save_offsets(self) -> None:
+        """Store how far each log was read. Not while a finding settles or waits to be
+        stored: a restart must read its lines again."""
+        if self._unstored or self.engine.settling:
+            return
+        due = self._book.due()
+        try:
+            self.store.save_follower_offsets(due)
+        except StoreError as exc:
+            log.warning("log offsets not stored (next cycle tries again): %s", exc)
+            return
+        self._book.saved(due)
 
     def run(self, stop: threading.Event) -> None:
         interval = self.config.service.poll_interval_s

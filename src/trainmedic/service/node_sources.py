@@ -20,6 +20,7 @@ from trainmedic.service.source_status import SourceBoard
 from trainmedic.sources.dcgm import TelemetryPoller
 from trainmedic.sources.kernel import KernelLogSource
 from trainmedic.sources.lines import Clock
+from trainmedic.sources.offsets import OffsetBook
 
 KEEP_NODE_S = 300.0
 
@@ -35,9 +36,11 @@ class NodeSources:
         telemetry_urls: Mapping[str, str] | None = None,
         tz: tzinfo | None = None,
         clock: Clock = time.time,
+        book: OffsetBook | None = None,
     ) -> None:
         self._board = board
         self._tz = tz
+        self._book = book  # where a restarted service left each kernel log
         self._clock = clock
         self._kernel: dict[str, KernelLogSource] = {}
         self._kernel_template = kernel_template
@@ -60,7 +63,9 @@ class NodeSources:
 
     def add_kernel_log(self, node: str, path: str) -> None:
         if node not in self._kernel:
-            self._kernel[node] = KernelLogSource(node, path, tz=self._tz, clock=self._clock)
+            self._kernel[node] = KernelLogSource(
+                node, path, tz=self._tz, clock=self._clock, book=self._book
+            )
             self._board.declare(f"kernel:{node}", self._clock(), node=node)
 
     def jobs_run_on(self, nodes: Iterable[str], now: float) -> None:

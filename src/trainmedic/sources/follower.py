@@ -9,6 +9,10 @@
 * a partial last line is held until its newline arrives; invalid UTF-8 is replaced; a line
   longer than ``max_line_bytes`` is cut there (the rest of it is skipped, memory stays bounded).
 
+With an ``OffsetBook`` the first open starts where the service's previous run left the file
+(or, for a file never seen, within the book's look-back window), and every line says whether
+it is new (``LIVE``) or was written before this run followed the file (see ``offsets``).
+
 A poll with nothing new costs one ``stat``.
 """
 
@@ -17,6 +21,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from typing import BinaryIO
+
+from trainmedic.sources.offsets import LineOrigin, OffsetBook, StartPoint
 
 DEFAULT_MAX_LINE_BYTES = 64 * 1024
 DEFAULT_MAX_READ_BYTES = 8 * 1024 * 1024  # per poll: a huge backlog is read over several polls
@@ -27,6 +33,8 @@ TRUNCATED_MARK = " [...truncated]"
 class FollowedLine:
     line_no: int  # 1-based within the file generation it came from
     text: str  # without the newline
+    origin: LineOrigin = LineOrigin.LIVE
+    written_by: float | None = None  # BACKLOG: written no later than this
 
 
 class LogFollower:
@@ -37,11 +45,18 @@ class LogFollower:
         from_end: bool = False,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         max_read_bytes: int = DEFAULT_MAX_READ_BYTES,
+        book: OffsetBook | None = None,
     ) -> None:
         """``from_end``: skip what the file holds when first opened (e.g. a long kernel log);
-        files that appear later, after a rotation, are always read from their start."""
+        files that appear later, after a rotation, are always read from their start.
+        ``book``: where the first open starts (it overrides ``from_end``), and where this
+        follower reports how far it read."""
         self.path = os.fspath(path)
         self._skip_existing = from_end
+        self._book = book
+        self._first_open = True
+        self._line_start = 0  # file offset where the line being assembled begins
+        self._origin = StartPoint()  # where the backlog of a never-seen file ends
         self._max_line = max_line_bytes
         self._max_read = max_read_bytes
         self._file: BinaryIO | None = None
@@ -55,6 +70,7 @@ class LogFollower:
         self._recovered_pending = False
         self._missing = False
         self._resume: tuple[tuple[int, int], int] | None = None  # (identity, pos) after EIO
+        self._missing_at_first = False  # absent at the first poll: created while we watch
 
     @property
     def missing(self) -> bool:
@@ -93,7 +109,13 @@ class LogFollower:
             self._restart_from_top()  # truncated in place
         if st.st_size > self._pos:
             self._read(lines, self._max_read)
+        if self._book is not None and self._file is not None and self._identity is not None:
+            self._book.note(self.path, self._file.fileno(), *self._identity, *self._resume_at())
         return lines
+
+    def _resume_at(self) -> tuple[int, int]:
+        """(offset, line number) a later run resumes from: the start of the unfinished line."""
+        return self._line_start, self._line_no
 
     def close(self) -> None:
         self._close()
@@ -101,6 +123,8 @@ class LogFollower:
     # -- internals -----------------------------------------------------------------------
 
     def _mark_missing(self, detail: str) -> None:
+        if self._first_open:
+            self._missing_at_first = True
         if not self._missing:
             self._missing = True
             self._stale_pending = detail
@@ -128,17 +152,31 @@ class LogFollower:
         self._overlong = False
         self._pos = 0
         self._discard = False
-        if self._skip_existing and size > 0:
-            handle.seek(size - 1)
-            self._discard = handle.read(1) != b"\n"  # mid-line: drop its rest
-            self._pos = size
-        self._skip_existing = False
+        start = StartPoint()
+        if self._book is not None and self._first_open:
+            start = self._book.start(
+                self.path, handle.fileno(), st, appeared=self._missing_at_first
+            )
+        elif self._skip_existing and size > 0:
+            start = StartPoint(offset=size, mid_line=True)
+        self._first_open = self._skip_existing = False
+        self._origin = start
+        self._line_no = start.line_no
+        if start.offset > 0:
+            handle.seek(start.offset - 1)
+            # Inside a line (or not known to be at a line's start): drop its rest.
+            self._discard = start.mid_line and handle.read(1) != b"\n"
+            handle.seek(start.offset)
+            self._pos = start.offset
+        self._line_start = self._pos
         return True
 
     def _restart_from_top(self) -> None:
         assert self._file is not None
         self._file.seek(0)
         self._pos = 0
+        self._line_start = 0
+        self._origin = StartPoint()  # rewritten in place while followed: all of it is new
         self._line_no = 0
         self._partial.clear()
         self._overlong = False
@@ -166,10 +204,12 @@ class LogFollower:
             if not chunk:
                 return
             budget -= len(chunk)
+            base = self._pos
             self._pos += len(chunk)
-            self._split(chunk, out)
+            self._split(chunk, base, out)
 
-    def _split(self, chunk: bytes, out: list[FollowedLine]) -> None:
+    def _split(self, chunk: bytes, base: int, out: list[FollowedLine]) -> None:
+        """``base``: the file offset of ``chunk[0]``."""
         start = 0
         while True:
             end = chunk.find(b"\n", start)
@@ -179,6 +219,7 @@ class LogFollower:
                     return
                 self._discard = False
                 start = end + 1
+                self._line_start = base + start
                 continue
             if not self._overlong:
                 room = self._max_line - len(self._partial)
@@ -189,19 +230,25 @@ class LogFollower:
                     self._partial += piece
             if end < 0:
                 return
-            self._emit(out)
+            self._emit(out, base + end)
             start = end + 1
+            self._line_start = base + start
 
-    def _emit(self, out: list[FollowedLine]) -> None:
+    def _emit(self, out: list[FollowedLine], end: int) -> None:
+        """``end``: the file offset where the line ends (its newline)."""
         text = self._partial.decode("utf-8", errors="replace").rstrip("\r")
         if self._overlong and len(self._partial) >= self._max_line:
             text += TRUNCATED_MARK
         self._line_no += 1
-        out.append(FollowedLine(self._line_no, text))
+        if end < self._origin.backlog_until:
+            line = FollowedLine(self._line_no, text, LineOrigin.BACKLOG, self._origin.written_by)
+        else:
+            line = FollowedLine(self._line_no, text)
+        out.append(line)
         self._partial.clear()
         self._overlong = False
 
     def _flush_partial(self, out: list[FollowedLine]) -> None:
         """A rotated file will get no more bytes: its unterminated last line is complete."""
         if self._partial:
-            self._emit(out)
+            self._emit(out, self._pos)

@@ -38,8 +38,9 @@ from trainmedic.core.observations import (
     SourceRecovered,
     SourceStale,
 )
-from trainmedic.sources.follower import LogFollower
-from trainmedic.sources.lines import Clock, DirectoryScan, line_time
+from trainmedic.sources.follower import FollowedLine, LogFollower
+from trainmedic.sources.lines import Clock, DirectoryScan, followed_time
+from trainmedic.sources.offsets import OffsetBook
 
 _NODE_KV = re.compile(r"node=(\S+)\s*")
 _CKPT_BEGIN = re.compile(r"\bcheckpoint begin iter=(\d+)")
@@ -58,12 +59,16 @@ class JobLogSource:
         progress_dirs: Iterable[str | os.PathLike[str]] = (),
         clock: Clock = time.time,
         tz: tzinfo | None = None,
+        book: OffsetBook | None = None,
     ) -> None:
         """``log_dirs``/``progress_dirs`` are scanned for new ``*.log|out|err|txt`` and
-        ``*.jsonl`` files (per-rank files appear as the job starts)."""
+        ``*.jsonl`` files (per-rank files appear as the job starts). ``book``: resume where
+        the service left each file; lines dated before its look-back window are no evidence."""
         self.job_id = job_id
         self._clock = clock
         self._tz = tz
+        self._book = book
+        self._window_start = book.window_start if book is not None else float("-inf")
         self._logs: dict[str, LogFollower] = {}
         self._progress: dict[str, LogFollower] = {}
         for path in log_paths:
@@ -74,10 +79,12 @@ class JobLogSource:
         self._progress_dirs = [DirectoryScan(d, (".jsonl",)) for d in progress_dirs]
 
     def add_log(self, path: str | os.PathLike[str]) -> None:
-        self._logs.setdefault(os.fspath(path), LogFollower(path))
+        if os.fspath(path) not in self._logs:
+            self._logs[os.fspath(path)] = LogFollower(path, book=self._book)
 
     def add_progress(self, path: str | os.PathLike[str]) -> None:
-        self._progress.setdefault(os.fspath(path), LogFollower(path))
+        if os.fspath(path) not in self._progress:
+            self._progress[os.fspath(path)] = LogFollower(path, book=self._book)
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -94,11 +101,11 @@ class JobLogSource:
         now = self._clock()
         for path, follower in self._logs.items():
             for line in follower.poll():
-                self._log_line(path, line.line_no, line.text, now, out)
+                self._log_line(path, line, now, out)
             self._stale(path, follower, now, out)
         for path, follower in self._progress.items():
             for line in follower.poll():
-                self._json_line(line.text, now, out)
+                self._json_line(line, now, out)
             self._stale(path, follower, now, out)
         return out
 
@@ -113,17 +120,20 @@ class JobLogSource:
         if follower.take_recovered():
             out.append(SourceRecovered(now, f"log:{path}", job_id=self.job_id))
 
-    def _log_line(
-        self, path: str, line_no: int, text: str, now: float, out: list[Observation]
-    ) -> None:
-        prefix = parse_prefix(text, tz=self._tz)
+    def _log_line(self, path: str, line: FollowedLine, now: float, out: list[Observation]) -> None:
+        line_no, text = line.line_no, line.text
+        prefix = parse_prefix(text, tz=self._tz, now=now)
         body = text[prefix.body_start :]
         node = prefix.node
         m = _NODE_KV.match(body)
         if m:
             node = node or m.group(1)
             body = body[m.end() :]
-        t = line_time(prefix.timestamp, now)
+        stamp = prefix.timestamp
+        settled = followed_time(line, stamp, now, self._window_start, undated_backlog=True)
+        # Dated before the look-back window: progress history, never evidence.
+        history = settled is None
+        t = settled if settled is not None else (stamp or now)
         begin = _CKPT_BEGIN.search(body)
         saved = None if begin else parse_checkpoint(body)
         if begin:
@@ -138,6 +148,8 @@ class JobLogSource:
                 out.append(self._progress_obs(progress, t, prefix.rank, node, now))
                 if body.startswith("iter=") and "step_s=" in body:
                     return  # the trainer's own format: nothing for the signature matcher
+        if history:
+            return
         out.append(
             LogLine(
                 time=t,
@@ -151,12 +163,13 @@ class JobLogSource:
             )
         )
 
-    def _json_line(self, text: str, now: float, out: list[Observation]) -> None:
+    def _json_line(self, line: FollowedLine, now: float, out: list[Observation]) -> None:
+        text = line.text
         progress = parse_progress_json(text)
         if progress is None:
             return
         m = _JSON_NODE.search(text)
-        t = line_time(progress.time, now)
+        t = followed_time(line, progress.time, now, float("-inf"), undated_backlog=True) or now
         out.append(self._progress_obs(progress, t, progress.rank, m.group(1) if m else None, now))
 
     def _progress_obs(

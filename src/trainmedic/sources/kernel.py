@@ -7,6 +7,10 @@ strong line here may justify draining the node, which the same text in a job's s
 does. So a line the log's own format says a process wrote (``logger -t kernel``: a syslog tag
 with a PID or another tag, a non-kern facility, journald ``_TRANSPORT`` other than kernel; see
 ``core.logparse.kernel_origin``) is dropped and counted, never passed on as kernel evidence.
+
+With an ``OffsetBook`` a restarted service goes on where it left the log, and a log never
+seen is read back only for lines dated inside the book's look-back window: an Xid from last
+week, still in kern.log, is history, not news.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from trainmedic.core.logparse.prefix import parse_prefix
 from trainmedic.core.model import EvidenceSource
 from trainmedic.core.observations import LogLine, Observation, SourceRecovered, SourceStale
 from trainmedic.sources.follower import LogFollower
-from trainmedic.sources.lines import Clock, line_time
+from trainmedic.sources.lines import Clock, followed_time
+from trainmedic.sources.offsets import OffsetBook
 
 log = logging.getLogger(__name__)
 
@@ -35,12 +40,15 @@ class KernelLogSource:
         from_end: bool = False,
         clock: Clock = time.time,
         tz: tzinfo | None = None,
+        book: OffsetBook | None = None,
     ) -> None:
         """``from_end``: ignore what the log already holds (a real kern.log has history);
-        ``tz``: the zone of its zone-less stamps (syslog's; None: UTC)."""
+        ``tz``: the zone of its zone-less stamps (syslog's; None: UTC); ``book``: resume where
+        the service left the log, look back a bounded window."""
         self.node = node
         self.path = os.fspath(path)
-        self._follower = LogFollower(path, from_end=from_end)
+        self._follower = LogFollower(path, from_end=from_end, book=book)
+        self._window_start = book.window_start if book is not None else float("-inf")
         self._clock = clock
         self._tz = tz
         self.refused = 0  # lines a process wrote (core.logparse.kernel_origin): dropped
@@ -53,10 +61,19 @@ class KernelLogSource:
             if origin.origin is Origin.USERSPACE:
                 self._refuse(line.line_no, origin.why)
                 continue
-            prefix = parse_prefix(origin.text, tz=self._tz)
+            prefix = parse_prefix(origin.text, tz=self._tz, now=now)
+            t = followed_time(
+                line,
+                origin.timestamp or prefix.timestamp,
+                now,
+                self._window_start,
+                undated_backlog=False,
+            )
+            if t is None:
+                continue  # written before the look-back window, or when is unknown
             out.append(
                 LogLine(
-                    time=line_time(origin.timestamp or prefix.timestamp, now),
+                    time=t,
                     text=origin.text,
                     source=EvidenceSource.KERNEL_LOG,
                     path=self.path,

@@ -11,15 +11,21 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
 
+from trainmedic.sources.follower import FollowedLine
+from trainmedic.sources.offsets import LineOrigin
+
 Clock = Callable[[], float]
 
-MAX_LINE_AGE_S = 86400.0
-"""A line's own timestamp is trusted only within a day of now (and not in the future):
-syslog stamps carry no year and a skewed clock should not move events by hours."""
+MAX_LINE_AGE_S = 300.0
+"""A line read as it is written keeps its own stamp only within this of the read (and not in
+the future): the stamp orders a burst of lines, but a clock or a zone that is off by hours
+(Python's logging writes local time without a zone) must not move the line before the
+attempt that wrote it."""
 
 
 def line_time(stamp: float | None, now: float) -> float:
-    """The time of a line: its own stamp when plausible, else the time it was read."""
+    """The time of a line read as it was written: its own stamp when plausible, else the
+    time it was read."""
     if stamp is None or stamp > now + 1.0 or stamp < now - MAX_LINE_AGE_S:
         return now
     return stamp
@@ -58,6 +64,32 @@ def resolve_timezone(name: str) -> tzinfo:
             f'detect.log_timezone {name!r} is not a known zone (use "local", "UTC" or an '
             f'IANA name such as "Europe/Paris"): {error}'
         ) from None
+
+
+def followed_time(
+    line: FollowedLine,
+    stamp: float | None,
+    now: float,
+    window_start: float,
+    *,
+    undated_backlog: bool,
+) -> float | None:
+    """The time of a followed line, or None when it is history, not news.
+
+    A LIVE line is timed by ``line_time``. A BACKLOG line (in a never-seen file before the
+    service followed it) is never dated later than the file's mtime, and never "now": it must
+    carry a stamp inside the look-back window (``window_start`` on), unless
+    ``undated_backlog`` lets an undated one through at the mtime (a job's own log, where
+    attempt banners place lines).
+    """
+    if line.origin is LineOrigin.LIVE or line.written_by is None:
+        return line_time(stamp, now)
+    bound = min(line.written_by, now)
+    if stamp is None:
+        return bound if undated_backlog else None
+    if stamp < window_start:
+        return None
+    return min(stamp, bound)
 
 
 class DirectoryScan:

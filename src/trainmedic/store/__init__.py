@@ -1,4 +1,5 @@
-"""The service's state: jobs, attempts, incidents, advice, holds and node history.
+"""The service's state: jobs, attempts, incidents, advice, holds, node history and where
+the service left each log file it follows.
 
 ``Store(url)`` works on SQLite (default; WAL, shared by several processes) and PostgreSQL
 (``postgresql://...``, through psycopg 3). All timestamps are Unix-seconds floats chosen by
@@ -20,6 +21,7 @@ from trainmedic.store.base import InvalidTransition, NotFound, normalise_url
 from trainmedic.store.decisions import DecisionsRepository, StoredDecision
 from trainmedic.store.jobs import JobsRepository
 from trainmedic.store.nodes import NodesRepository
+from trainmedic.store.offsets import OffsetsRepository
 from trainmedic.store.records import (
     ADVICE_TRANSITIONS,
     AdviceMode,
@@ -27,15 +29,19 @@ from trainmedic.store.records import (
     AdviceStatus,
     AttemptRecord,
     BreakerState,
+    FollowerOffset,
     HoldRecord,
     IncidentRecord,
     JobRecord,
     JobSpec,
     NodeEvent,
+    NodeHistoryEntry,
 )
 
 
-class Store(JobsRepository, DecisionsRepository, NodesRepository, AccountingRepository):
+class Store(
+    JobsRepository, DecisionsRepository, NodesRepository, AccountingRepository, OffsetsRepository
+):
     """Every repository over one engine: ``Store("sqlite:///path/state.db")``."""
 
 
@@ -54,12 +60,14 @@ __all__ = [
     "CheckpointRecord",
     "CheckpointSeen",
     "FeedbackRecord",
+    "FollowerOffset",
     "HoldRecord",
     "IncidentRecord",
     "InvalidTransition",
     "JobRecord",
     "JobSpec",
     "NodeEvent",
+    "NodeHistoryEntry",
     "NotFound",
     "Store",
     "StoredDecision",

@@ -27,7 +27,13 @@ from trainmedic.core.model import Advice
 from trainmedic.store import schema
 from trainmedic.store.base import DuplicateKey, InvalidTransition, NotFound, StoreBase
 from trainmedic.store.codec import advice_from_row
-from trainmedic.store.records import ADVICE_TRANSITIONS, AdviceMode, AdviceRecord, AdviceStatus
+from trainmedic.store.records import (
+    ADVICE_TRANSITIONS,
+    AdviceMode,
+    AdviceRecord,
+    AdviceStatus,
+    NodeHistoryEntry,
+)
 
 _advice = schema.advice
 _ACTIVE = (AdviceStatus.PENDING.value, AdviceStatus.APPLYING.value)
@@ -189,8 +195,14 @@ class AdviceRepository(StoreBase):
                 ).rowcount
             )
 
-    def mark_step_done(self, advice_id: int, step: str) -> bool:
-        """Record that a scheduler step was issued. False when it was already recorded."""
+    def mark_step_done(
+        self, advice_id: int, step: str, *, history: NodeHistoryEntry | None = None
+    ) -> bool:
+        """Record that a scheduler step was issued. False when it was already recorded.
+
+        ``history`` (a drain) is appended to its node's history in the same transaction,
+        so a step recorded twice (a restart) never writes it twice, and one recorded always
+        has it."""
         with self._write(f"mark step {step} of advice {advice_id}") as conn:
             done = conn.execute(
                 sa.select(_advice.c.steps_done).where(_advice.c.id == advice_id).with_for_update()
@@ -202,6 +214,19 @@ class AdviceRepository(StoreBase):
             conn.execute(
                 sa.update(_advice).where(_advice.c.id == advice_id).values(steps_done=[*done, step])
             )
+            if history is not None:
+                conn.execute(
+                    sa.insert(schema.node_history).values(
+                        node=history.node,
+                        time=history.time,
+                        job_id=history.job_id,
+                        incident_id=history.incident_id,
+                        category=None,
+                        strong=False,
+                        drained=history.drained,
+                        reason=history.reason,
+                    )
+                )
         return True
 
     def mark_applied(self, advice_id: int, *, now: float) -> None:

@@ -182,3 +182,29 @@ class BreakerState:
     reason: str = ""
     reset_at: float | None = None  # the last reset; drains before it no longer count
     reset_by: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeHistoryEntry:
+    """A node-history row to write with another change, in its transaction."""
+
+    node: str
+    time: float
+    job_id: str | None = None
+    incident_id: int | None = None
+    drained: bool = False
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FollowerOffset:
+    """Where the service left one followed file (``sources.offsets.FilePosition``)."""
+
+    path: str
+    device: int
+    inode: int
+    head_len: int
+    head_hash: str
+    offset: int
+    line_no: int
+    saved_at: float

@@ -7,7 +7,8 @@ code, so two processes racing on the same insert cannot both win:
 - ``incidents``: one row per (job, attempt, kind, root signature); ``root_signature`` is ""
   when there is none, because NULLs never collide in a unique constraint;
 - ``advice``: one row per (job, attempt, generation);
-- ``attempts``: one row per (job, attempt).
+- ``attempts``: one row per (job, attempt);
+- ``follower_offsets``: one row per followed path (where the service left each log file).
 """
 
 from __future__ import annotations
@@ -158,4 +159,19 @@ advice_feedback = sa.Table(
     sa.Column("action_taken", sa.String(32), nullable=False),
     sa.Column("note", sa.Text, nullable=False, server_default=""),
     sa.Column("by", sa.String(128), nullable=False, server_default=""),
+)
+
+follower_offsets = sa.Table(
+    "follower_offsets",
+    metadata,
+    # Paths can outgrow an index entry (PostgreSQL's btree limit): the key is their hash.
+    sa.Column("path_key", sa.String(64), primary_key=True),
+    sa.Column("path", sa.Text, nullable=False),
+    sa.Column("device", sa.BigInteger, nullable=False),
+    sa.Column("inode", sa.BigInteger, nullable=False),
+    sa.Column("head_len", sa.Integer, nullable=False),
+    sa.Column("head_hash", sa.String(64), nullable=False),
+    sa.Column("offset", sa.BigInteger, nullable=False),
+    sa.Column("line_no", sa.BigInteger, nullable=False),
+    sa.Column("saved_at", sa.Double, nullable=False),
 )

@@ -100,6 +100,12 @@ class Engine:
     def jobs(self) -> tuple[str, ...]:
         return tuple(self._jobs)
 
+    @property
+    def settling(self) -> bool:
+        """An anomaly is waiting for its settle time: the lines it came from are not yet
+        part of a finding (a service must not record them as read for good)."""
+        return any(track.pending for track in self._jobs.values())
+
     def detector(self, job_id: str) -> JobDetectorState:
         return self._jobs[job_id].detector
 
@@ -135,7 +141,12 @@ class Engine:
                 if track.last_progress is None or obs.iteration >= track.last_progress.iteration:
                     track.last_progress = obs
             if isinstance(obs, JobStatus) and obs.attempt != track.detector.attempt:
+                # Seen live, the new attempt started about now; first seen after a restart,
+                # it started some time while the service was away: unknown.
+                seen_live = track.detector.state is not None
                 track.new_attempt(obs.attempt, obs.time)
+                if not seen_live:
+                    track.attempt_started = None
             if isinstance(obs, JobStatus):
                 if obs.state is JobState.RUNNING and obs.nodes:
                     # Only a running job's nodes are its own (a requeued job still lists the
@@ -156,7 +167,7 @@ class Engine:
         if not hits:
             return []
         prefix = LinePrefix(rank=line.rank, node=line.node, timestamp=line.time)
-        return [
+        events = [
             self.matcher.to_event(
                 hit,
                 line=line.line_no,
@@ -167,6 +178,10 @@ class Engine:
             )
             for hit in hits
         ]
+        if line.source is EvidenceSource.KERNEL_LOG and line.node is not None:
+            # A node's kernel speaks for that node, whatever host name the text carries.
+            events = [replace(e, node=line.node) if e.node != line.node else e for e in events]
+        return events
 
     def _observe_line(self, line: LogLine, now: float) -> None:
         if line.source is EvidenceSource.KERNEL_LOG or line.job_id is None:
@@ -186,6 +201,8 @@ class Engine:
             return
         if track.stale_log():
             return  # lines of an attempt that is already over
+        if _predates(track, line.time):
+            return  # written before this attempt started: not evidence against it
         for event in self._events_of(line):
             track.events.append(event)
             track.detector.observe_event(event, now)
@@ -203,7 +220,7 @@ class Engine:
         for track in self._jobs.values():
             if stamped.evidence is EvidenceSource.SCHEDULER:
                 self._node_failure(track, node, stamped, now)  # one anomaly per node death
-            elif node in track.nodes:
+            elif node in track.nodes and not _predates(track, stamped.timestamp):
                 track.detector.observe_event(stamped, now)
 
     def _node_failure(self, track: JobTrack, node: str, event: Event, now: float) -> None:
@@ -292,3 +309,10 @@ class Engine:
             iteration=track.detector.iteration,
             nodes=track.nodes if attempt == track.detector.attempt else track.previous_nodes,
         )
+
+
+def _predates(track: JobTrack, t: float | None) -> bool:
+    """``t`` is before the track's attempt started (with the tolerance node evidence gets):
+    what was written then is no evidence against this attempt."""
+    started = track.attempt_started
+    return t is not None and started is not None and t < started - NODE_EVIDENCE_LOOKBACK_S

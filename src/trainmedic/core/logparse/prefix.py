@@ -16,7 +16,10 @@ Clock decisions (documented because attribution compares timestamps):
   compare (``analyze``).
 * syslog (``Mar  7 04:58:42``) and glog (``E0307 05:30:20.036``, torch's ``[E307 ...]``) carry
   no year. They are placed in ``year`` (default ``REFERENCE_YEAR``); ``analyze`` passes the
-  year of the first full date it saw in the same input so that both clocks line up.
+  year of the first full date it saw in the same input so that both clocks line up. A live
+  source passes ``now`` instead: the stamp gets the year that puts it nearest to ``now``
+  without being in the future (``YEARLESS_FUTURE_SLACK_S`` allows for the zone offset of a
+  local-time stamp read as UTC), so a log read on 2 January keeps 31 December in the old year.
 * kernel ``dmesg`` stamps (``[74889.542031]``) are seconds since boot: not a date, so the
   timestamp stays ``None`` and such lines are ordered by their position in the file.
 """
@@ -31,6 +34,10 @@ from trainmedic.core.model import LinePrefix
 
 REFERENCE_YEAR = 2024
 """Year assumed for syslog/glog stamps when no full date is known (a leap year: Feb 29 parses)."""
+
+YEARLESS_FUTURE_SLACK_S = 86400.0
+"""With ``now``: a year-less stamp up to this far ahead of ``now`` (zones reach UTC+14) is
+this year's, not last year's."""
 
 _MONTHS = {name: i for i, name in enumerate(calendar.month_abbr) if name}
 
@@ -89,6 +96,27 @@ def _in_zone(stamp: float | None, tz: tzinfo | None) -> float | None:
     return wall.timestamp()
 
 
+def _yearless(
+    year: int, now: float | None, month: int, day: int, hh: int, mm: int, ss: int, frac: str | None
+) -> float | None:
+    """A stamp without a year: in ``year``, or with ``now`` in the latest year that does not
+    put it more than the slack after ``now``."""
+    if now is None:
+        return _seconds(year, month, day, hh, mm, ss, frac)
+    try:
+        this_year = datetime.fromtimestamp(now, UTC).year
+    except (OverflowError, OSError, ValueError):
+        return None
+    # Feb 29 exists one year in four: look back far enough to find one.
+    for candidate in range(this_year + 1, this_year - 8, -1):
+        if not 1 <= month <= 12 or day > calendar.monthrange(candidate, month)[1]:
+            continue
+        ts = _seconds(candidate, month, day, hh, mm, ss, frac)
+        if ts is not None and ts <= now + YEARLESS_FUTURE_SLACK_S:
+            return ts
+    return None
+
+
 def _zone_offset(zone: str | None) -> float:
     if not zone or zone == "Z":
         return 0.0
@@ -97,9 +125,16 @@ def _zone_offset(zone: str | None) -> float:
     return sign * (int(digits[:2]) * 3600 + int(digits[2:4]) * 60)
 
 
-def parse_prefix(line: str, year: int = REFERENCE_YEAR, tz: tzinfo | None = None) -> LinePrefix:
+def parse_prefix(
+    line: str,
+    year: int = REFERENCE_YEAR,
+    tz: tzinfo | None = None,
+    *,
+    now: float | None = None,
+) -> LinePrefix:
     """Peel the stacked prefixes off ``line``; unknown text ends the prefix. Zone-less stamps
-    are wall-clock time in ``tz`` (None: UTC)."""
+    are wall-clock time in ``tz`` (None: UTC). ``now`` (a live source's clock) chooses the year
+    of year-less stamps; ``year`` is used without it."""
     rank: int | None = None
     node: str | None = None
     timestamp: float | None = None
@@ -129,7 +164,7 @@ def parse_prefix(line: str, year: int = REFERENCE_YEAR, tz: tzinfo | None = None
                 continue
         m = _SYSLOG.match(line, pos)
         if m and m.group(1) in _MONTHS:
-            ts = _seconds(year, _MONTHS[m.group(1)], int(m.group(2)), *_ints(m, 3, 5), None)
+            ts = _yearless(year, now, _MONTHS[m.group(1)], int(m.group(2)), *_ints(m, 3, 5), None)
             timestamp = _in_zone(ts, tz) if timestamp is None else timestamp
             node = node or m.group(6)
             pos = m.end()
@@ -155,7 +190,7 @@ def parse_prefix(line: str, year: int = REFERENCE_YEAR, tz: tzinfo | None = None
             continue
         m = _GLOG.match(line, pos)
         if m:
-            ts = _seconds(year, int(m.group(2)), int(m.group(3)), *_ints(m, 4, 6), m.group(7))
+            ts = _yearless(year, now, int(m.group(2)), int(m.group(3)), *_ints(m, 4, 6), m.group(7))
             timestamp = _in_zone(ts, tz) if timestamp is None else timestamp
             pos = m.end()
             continue

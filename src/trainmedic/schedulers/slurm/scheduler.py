@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from trainmedic.core.errors import SchedulerError
+from trainmedic.core.errors import JobNotRequeueable, SchedulerError
 from trainmedic.core.states import JobState
 from trainmedic.schedulers.base import DRAIN_REASON_PREFIX, ClusterSnapshot, JobInfo
 from trainmedic.schedulers.slurm.hostlist import join_hostlist, validate_node_name
@@ -36,6 +36,9 @@ log = logging.getLogger(__name__)
 # Reasons slurmctld sets by itself: not another owner's drain, so trainmedic may drain over them.
 SLURM_AUTOMATIC_REASONS = frozenset({"Not responding"})
 _JOB_ID = re.compile(r"\d{1,12}(?:_\d{1,9})?")
+_UNKNOWN_JOB = "Invalid job id specified"  # scontrol's words for a job it no longer knows
+# Requeuing these would revive a job that is over: done, or stopped by its user.
+ENDED_FOR_GOOD = frozenset({JobState.COMPLETED, JobState.CANCELLED})
 
 
 def validate_job_id(job_id: str) -> str:
@@ -141,7 +144,7 @@ class SlurmScheduler:
         Returns the exclusion plan (also kept as ``last_plan``): what was set and dropped."""
         validate_job_id(job_id)
         requested = [validate_node_name(n) for n in exclude_nodes]
-        details = self.job_details(job_id)
+        details = self._requeueable(job_id)
         plan = self._plan(details, requested)
         if plan.note:
             log.warning("job %s: %s", job_id, plan.note)
@@ -176,7 +179,21 @@ class SlurmScheduler:
         )
 
     def hold(self, job_id: str) -> None:
-        self._hold(self.job_details(validate_job_id(job_id)))
+        self._hold(self._requeueable(validate_job_id(job_id)))
+
+    def _requeueable(self, job_id: str) -> JobDetails:
+        """The job's details, checked right before acting: Slurm requeues a finished batch
+        job as readily as a running one, so a job that completed, or that its user
+        cancelled since the last poll, is refused here (JobNotRequeueable)."""
+        try:
+            details = self.job_details(job_id)
+        except SchedulerError as err:
+            if _UNKNOWN_JOB in str(err):
+                raise JobNotRequeueable(f"job {job_id} is unknown to Slurm") from None
+            raise
+        if details.state in ENDED_FOR_GOOD:
+            raise JobNotRequeueable(f"job {job_id} is {details.state.value}: not revived")
+        return details
 
     def _hold(self, details: JobDetails) -> None:
         if details.held:

@@ -47,8 +47,10 @@ from trainmedic.service.config.sections import (
     SchedulerConfig,
     ServiceConfig,
     SlurmConfig,
+    SourcesConfig,
     TelemetryConfig,
     WatchConfig,
+    WatchdogConfig,
 )
 
 __all__ = [
@@ -61,8 +63,10 @@ __all__ = [
     "SchedulerConfig",
     "ServiceConfig",
     "SlurmConfig",
+    "SourcesConfig",
     "TelemetryConfig",
     "WatchConfig",
+    "WatchdogConfig",
     "apply_policy_overrides",
     "default_config",
     "load_config",

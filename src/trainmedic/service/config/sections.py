@@ -42,8 +42,6 @@ class ServiceConfig:
     api_token: str = ""
     """Bearer token for the API's mutating endpoints. "" = ``$TRAINMEDIC_API_TOKEN``; with
     neither, mutating endpoints are refused (403)."""
-    watchdog_timeout_s: float = 60.0
-    """A job held by trainmedic longer than this goes back to normal scheduling."""
     unwatch_after_s: float = 300.0
     """A job that ended (or that the scheduler no longer knows) and has no advice in progress
     is unwatched this long after: its files are closed and its state dropped."""
@@ -51,9 +49,41 @@ class ServiceConfig:
     def __post_init__(self) -> None:
         positive("service.poll_interval_s", self.poll_interval_s)
         positive("service.unwatch_after_s", self.unwatch_after_s)
-        positive("service.watchdog_timeout_s", self.watchdog_timeout_s)
         if not 0 < self.api_port < 65536:
             raise ValueError(f"service.api_port must be in 1..65535, got {self.api_port}")
+
+
+@dataclass(frozen=True, slots=True)
+class SourcesConfig:
+    """``[sources]``: how log files are read across restarts of the service."""
+
+    lookback_s: float = 600.0
+    """A log file the service has never read (a node's kern.log, a job's output) is read
+    back only this far before the service started: older lines are history, not evidence.
+    Files read before are resumed where the service left them, whatever their age."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.lookback_s <= 7 * 86400:
+            raise ValueError(f"sources.lookback_s must be in 0..604800, got {self.lookback_s}")
+
+
+@dataclass(frozen=True, slots=True)
+class WatchdogConfig:
+    """``[watchdog]``: the fail-open guard that releases jobs trainmedic held too long."""
+
+    embedded: bool = True
+    """Run the watchdog inside ``trainmedic serve`` (restarted if it dies). ``false`` when it
+    runs apart (``trainmedic watchdog``), e.g. on another host."""
+    timeout_s: float = 120.0
+    """A job held by trainmedic longer than this goes back to normal scheduling. Longer than
+    a slow requeue (Slurm requeue to running took 11-13 s in the lab, ~130 s with the default
+    ``cred_expire``; the hold itself lasts only while the exclusions are set)."""
+    interval_s: float = 1.0
+    """Seconds between two checks."""
+
+    def __post_init__(self) -> None:
+        positive("watchdog.timeout_s", self.timeout_s)
+        positive("watchdog.interval_s", self.interval_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +276,8 @@ class Config:
     attribution_hook: HookConfig = field(default_factory=HookConfig)
     """``[attribution_hook]``: an external attribution command or endpoint (keys documented
     in ``trainmedic.core.attribute.hook.HookConfig``)."""
+    sources: SourcesConfig = field(default_factory=SourcesConfig)
+    watchdog: WatchdogConfig = field(default_factory=WatchdogConfig)
 
     def __post_init__(self) -> None:
         resolve_timezone(self.detect.log_timezone)  # an unknown zone fails on load
