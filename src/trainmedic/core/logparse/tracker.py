@@ -1,7 +1,9 @@
 """Per-line progress bookkeeping for the streaming scan: cheap on every line, parsing few.
 
-A line is a progress *candidate* when a substring test says so; only the first candidate (to
-know training started) and the last few (for the summary) are parsed. Checkpoint lines and
+A line is a progress *candidate* when a substring test says so and it is not a line that only
+names an iteration (a resume, checkpoint, config echo or error: ``progress.is_not_a_step``);
+only the first candidate (to know training started) and the last few (for the summary) are
+parsed. Checkpoint lines and
 the distributed-init markers ("All distributed processes registered", NCCL "Init COMPLETE")
 are noted on the way.
 """
@@ -12,8 +14,14 @@ from collections import deque
 
 from trainmedic.core.logparse.checkpoint import parse_checkpoint
 from trainmedic.core.logparse.prefix import parse_prefix
-from trainmedic.core.logparse.progress import ProgressLine, parse_progress
+from trainmedic.core.logparse.progress import ProgressLine, is_not_a_step, parse_progress
 from trainmedic.core.logparse.summary import ProgressSummary
+
+
+def _not_a_step(text: str) -> bool:
+    # The whole line first (cheap); only a hit is checked again without its prefix, whose
+    # level word ("WARNING", "W1201") says nothing about the message.
+    return is_not_a_step(text) and is_not_a_step(text[parse_prefix(text).body_start :])
 
 
 class ProgressTracker:
@@ -47,14 +55,22 @@ class ProgressTracker:
     def observe(self, line_no: int, text: str) -> None:
         # Chained ``in`` tests: the cheapest way CPython has to reject the common line.
         if "iter" in text or "step" in text or "Iter" in text or "Step" in text or "%|" in text:
-            if self.first is None:
+            if "%|" not in text and _not_a_step(text):
+                pass  # a resume, checkpoint, config echo or error naming an iteration
+            elif self.first is None:
                 parsed = parse_progress(text[parse_prefix(text).body_start :])
                 if parsed is not None:
                     self.first, self.reports = parsed, 1
             else:
                 self.reports += 1
                 self.last_candidates.append(text)
-        if "heckpoint" in text or "global_step" in text or "aving model" in text:
+        if (
+            "heckpoint" in text
+            or "global_step" in text
+            or "aving model" in text
+            or "ckpt" in text
+            or "event=save" in text
+        ):
             self._checkpoint(text)
         if self.init_line is not None and self.after_init <= 3 and text.strip():
             self.after_init += 1
