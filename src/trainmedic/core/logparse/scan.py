@@ -4,6 +4,9 @@ Pure: it takes an iterable of raw ``bytes`` lines (the caller opens and streams 
 returns values. What it keeps is bounded (``ScanLimits``): at most ``max_events`` events, a
 window of neighbour lines for the first ``max_windows`` of them, and a few progress lines.
 
+``LineScanner`` is the same scan fed a line at a time (the live engine feeds it what a job
+log grows by) and split into attempts at the workload's restart lines (``attempts.py``).
+
 Which lines are kernel evidence: every line of a file named like a kernel log
 (``kern.log``, ``dmesg``, ``syslog``, ``messages``, ``journal``), and any line whose prefix is a
 syslog ``kernel:`` tag or a dmesg stamp, or whose message starts with ``NVRM:``. For the live
@@ -12,11 +15,13 @@ service, only the node's kernel-log source counts; offline, the files given are 
 
 from __future__ import annotations
 
+import copy
 import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from trainmedic.core.logparse.attempts import AttemptSplitter, announcing_rank, is_restart_line
 from trainmedic.core.logparse.elastic import ChildFailure, ChildFailureTracker
 from trainmedic.core.logparse.prefix import REFERENCE_YEAR, full_date_year, parse_prefix
 from trainmedic.core.logparse.summary import ProgressSummary
@@ -70,6 +75,10 @@ class FileScan:
     # progress lines printed in this file after each event: a job that kept training survived it
     progress_after: dict[Event, int] = field(default_factory=dict)
     year: int | None = None  # of the first full date seen (year-less stamps used it)
+    # The kept attempt starts after this line (0: the file's first line); its restart line's
+    # own timestamp, when it has one (files without restart lines are aligned on it).
+    attempt_line: int = 0
+    attempt_started: float | None = None
 
 
 class _Pending:
@@ -128,6 +137,7 @@ class _Collector:
     def __init__(self, path: str, node_hint: str | None, limits: ScanLimits, m: Matcher):
         self.path, self.node_hint, self.limits, self.to_event = path, node_hint, limits, m.to_event
         self.kernel_file = bool(_KERNEL_FILE.search(path.rsplit("/", 1)[-1]))
+        self.kernel_prefixes = True  # a kernel-style prefix or message makes kernel evidence
         self.file_rank = _file_rank(path)
         self.events: list[Event] = []
         self.pending: list[_Pending] = []
@@ -151,10 +161,12 @@ class _Collector:
         if prefix.node is None and self.node_hint is not None:
             prefix = replace(prefix, node=self.node_hint)
         body = text[prefix.body_start :]
-        kernel = (
-            self.kernel_file
-            or bool(_KERNEL_PREFIX.search(text, 0, prefix.body_start + 1))
-            or body.startswith(_KERNEL_BODY)
+        kernel = self.kernel_file or (
+            self.kernel_prefixes
+            and (
+                bool(_KERNEL_PREFIX.search(text, 0, prefix.body_start + 1))
+                or body.startswith(_KERNEL_BODY)
+            )
         )
         evidence = EvidenceSource.KERNEL_LOG if kernel else EvidenceSource.APP_LOG
         for hit in hits:
@@ -201,6 +213,157 @@ class _Collector:
         return neighbours, windows
 
 
+class LineScanner:
+    """The scan of one file, fed a line at a time: ``scan_lines`` for a whole file, the live
+    engine for the lines a job log grows by. ``result()`` may be called at any time.
+
+    A line that announces a restart of the workload (``attempts.is_restart_line``) begins a
+    new attempt: what the scanner kept of the earlier one (events, windows, progress, the
+    failure table, ranks) is dropped, so a log that spans attempts is judged on its last.
+    ``kernel_lines=False`` (the live service's job logs) never takes a line for kernel
+    evidence, whatever it looks like: only a node's own kernel-log source is trusted there.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        node_hint: str | None = None,
+        limits: ScanLimits | None = None,
+        matcher: Matcher | None = None,
+        *,
+        kernel_lines: bool = True,
+    ) -> None:
+        self.path, self.node_hint = path, node_hint
+        self.limits = limits or ScanLimits()
+        self.matcher = matcher or default_matcher()
+        self.kernel_lines = kernel_lines
+        self.line_no = 0
+        self.year: int | None = None
+        self._widths: dict[int, int] = {}
+        self._prev = ""
+        self._splitter = AttemptSplitter()
+        self._new_attempt(None)
+
+    def _new_attempt(self, started: float | None) -> None:
+        self.out = _Collector(self.path, self.node_hint, self.limits, self.matcher)
+        if not self.kernel_lines:
+            self.out.kernel_file = False
+            self.out.kernel_prefixes = False
+        self._ring: deque[tuple[int, str]] = deque(maxlen=self.limits.window_before)
+        self._tracebacks = TracebackTracker()
+        self._failures = ChildFailureTracker()
+        self._failure_lines = 0  # lines left in which torchrun's table may continue
+        self._child: list[ChildFailure] = []
+        self._progress = ProgressTracker()
+        self._ignoring = False  # inside a traceback that follows "Exception ignored in: ..."
+        self.attempt_line = self.line_no  # the line the current attempt starts after
+        self.attempt_started = started  # the restart line's own timestamp, when it has one
+
+    def feed_raw(self, raw: bytes) -> tuple[Event, ...]:
+        text = raw.decode("utf-8", "replace").rstrip("\r\n")
+        return self.feed(text)
+
+    def feed(self, text: str, line_no: int | None = None) -> tuple[Event, ...]:
+        """Scan one line (``line_no``: its number in the file, else the next); the events
+        found on it (a wrapped line's join included)."""
+        self.line_no = line_no = self.line_no + 1 if line_no is None else line_no
+        if "\x00" in text:
+            text = text.replace("\x00", "")
+        if "\x1b" in text:
+            text = _ANSI.sub("", text)
+        if is_restart_line(text):
+            prefix = parse_prefix(text, self.year or REFERENCE_YEAR)
+            rank = announcing_rank(text, prefix.rank)
+            if self._splitter.boundary(rank, self._progress.reports):
+                self.line_no = line_no - 1
+                self._new_attempt(prefix.timestamp)
+                self.line_no = line_no
+        out, limits = self.out, self.limits
+        if out.pending:
+            out.neighbour(line_no, text)
+        frames = ""
+        ignored = False  # the exception line of a traceback Python says it ignored
+        tracebacks = self._tracebacks
+        if TRACEBACK_START in text or tracebacks.active:
+            if TRACEBACK_START in text:
+                self._ignoring = IGNORED_MARK in self._prev
+            unit = tracebacks.feed(line_no, text[parse_prefix(text).body_start :])
+            if unit is not None:
+                frames = unit.frames_text()
+                ignored, self._ignoring = self._ignoring, False
+        if (
+            self._failure_lines > 0
+            or "exitcode" in text
+            or "Root Cause" in text
+            or "Failures:" in text
+        ):
+            table = "Failures:" in text or "Root Cause" in text
+            self._failure_lines = 40 if table else self._failure_lines - 1
+            entry = self._failures.feed(line_no, text[parse_prefix(text).body_start :])
+            if entry is not None:
+                self._child.append(entry)
+        if self.year is None and line_no <= 500:
+            self.year = full_date_year(text)
+        if not tracebacks.active:  # frames ("train_step(...)") are never progress
+            self._progress.observe(line_no, text)
+        if text[:5] == "[rank":  # a rank that only prints ordinary lines is still alive
+            seen = _RANK_LEAD.match(text)
+            if seen is not None and len(out.ranks) < _MAX_RANKS:
+                out.ranks.add(int(seen.group(1)))
+        width = len(text)
+        if width >= WRAP_MIN:
+            self._widths[width] = self._widths.get(width, 0) + 1
+        out.reports_now = self._progress.reports
+        prev, year = self._prev, self.year or REFERENCE_YEAR
+        found = len(out.events)
+        if (
+            len(prev) >= WRAP_MIN
+            and text[:1].isalnum()
+            and prev[-1].isalnum()
+            and _is_wrap(prev, text, self._widths)
+        ):
+            joined = prev + text
+            hits = self.matcher.match(_view(joined))
+            if hits:
+                out.drop_line(line_no - 1)
+                found = min(found, len(out.events))
+                before = list(self._ring)[:-1]
+                out.add(hits, line_no - 1, joined, year, before, frames)
+        else:
+            hits = () if ignored else self.matcher.match(_view(text))
+            if hits:
+                out.add(hits, line_no, text, year, list(self._ring), frames)
+        self._ring.append((line_no, text[: limits.window_chars]))
+        self._prev = text
+        return tuple(out.events[found:])
+
+    def result(self) -> FileScan:
+        """What the current attempt's lines say so far (the scanner can go on)."""
+        out = self.out
+        child = list(self._child)
+        tail = copy.copy(self._failures).close()  # a table still being printed counts
+        if tail is not None:
+            child.append(tail)
+        neighbours, windows = out.windows()
+        total = self._progress.reports
+        return FileScan(
+            path=self.path,
+            lines=self.line_no,
+            events=tuple(out.events),
+            neighbours=neighbours,
+            windows=windows,
+            progress=self._progress.summary(),
+            child_failures=tuple(child),
+            ranks_seen=frozenset(out.ranks),
+            progress_after={
+                e: total - at for e, at in zip(out.events, out.reports_at, strict=True)
+            },
+            year=self.year,
+            attempt_line=self.attempt_line,
+            attempt_started=self.attempt_started,
+        )
+
+
 def scan_lines(
     raw_lines: Iterable[bytes],
     path: str,
@@ -208,88 +371,9 @@ def scan_lines(
     limits: ScanLimits | None = None,
     matcher: Matcher | None = None,
 ) -> FileScan:
-    limits = limits or ScanLimits()
-    matcher = matcher or default_matcher()
-    match = matcher.match
-    out = _Collector(path, node_hint, limits, matcher)
-    ring: deque[tuple[int, str]] = deque(maxlen=limits.window_before)
-    tracebacks = TracebackTracker()
-    failures = ChildFailureTracker()
-    failure_lines = 0  # lines left in which torchrun's table may continue
-    child: list[ChildFailure] = []
-    year: int | None = None
-    progress = ProgressTracker()
-    widths: dict[int, int] = {}
-    prev = ""
-    ignoring = False  # inside a traceback that follows "Exception ignored in: ..."
-    line_no = 0
+    """Scan a whole file (its raw lines, in order)."""
+    scanner = LineScanner(path, node_hint, limits, matcher)
+    feed = scanner.feed_raw
     for raw in raw_lines:
-        line_no += 1
-        text = raw.decode("utf-8", "replace").rstrip("\r\n")
-        if "\x00" in text:
-            text = text.replace("\x00", "")
-        if "\x1b" in text:
-            text = _ANSI.sub("", text)
-        if out.pending:
-            out.neighbour(line_no, text)
-        frames = ""
-        ignored = False  # the exception line of a traceback Python says it ignored
-        if TRACEBACK_START in text or tracebacks.active:
-            if TRACEBACK_START in text:
-                ignoring = IGNORED_MARK in prev
-            unit = tracebacks.feed(line_no, text[parse_prefix(text).body_start :])
-            if unit is not None:
-                frames = unit.frames_text()
-                ignored, ignoring = ignoring, False
-        if failure_lines > 0 or "exitcode" in text or "Root Cause" in text or "Failures:" in text:
-            failure_lines = 40 if "Failures:" in text or "Root Cause" in text else failure_lines - 1
-            entry = failures.feed(line_no, text[parse_prefix(text).body_start :])
-            if entry is not None:
-                child.append(entry)
-        if year is None and line_no <= 500:
-            year = full_date_year(text)
-        if not tracebacks.active:  # frames ("train_step(...)") are never progress
-            progress.observe(line_no, text)
-        if text[:5] == "[rank":  # a rank that only prints ordinary lines is still alive
-            seen = _RANK_LEAD.match(text)
-            if seen is not None and len(out.ranks) < _MAX_RANKS:
-                out.ranks.add(int(seen.group(1)))
-        width = len(text)
-        if width >= WRAP_MIN:
-            widths[width] = widths.get(width, 0) + 1
-        out.reports_now = progress.reports
-        if (
-            len(prev) >= WRAP_MIN
-            and text[:1].isalnum()
-            and prev[-1].isalnum()
-            and _is_wrap(prev, text, widths)
-        ):
-            joined = prev + text
-            hits = match(_view(joined))
-            if hits:
-                out.drop_line(line_no - 1)
-                before = list(ring)[:-1]
-                out.add(hits, line_no - 1, joined, year or REFERENCE_YEAR, before, frames)
-        else:
-            hits = () if ignored else match(text if len(text) <= MATCH_CHARS else _view(text))
-            if hits:
-                out.add(hits, line_no, text, year or REFERENCE_YEAR, list(ring), frames)
-        ring.append((line_no, text[: limits.window_chars]))
-        prev = text
-    tail = failures.close()
-    if tail is not None:
-        child.append(tail)
-    neighbours, windows = out.windows()
-    total = progress.reports
-    return FileScan(
-        path=path,
-        lines=line_no,
-        events=tuple(out.events),
-        neighbours=neighbours,
-        windows=windows,
-        progress=progress.summary(),
-        child_failures=tuple(child),
-        ranks_seen=frozenset(out.ranks),
-        progress_after={e: total - at for e, at in zip(out.events, out.reports_at, strict=True)},
-        year=year,
-    )
+        feed(raw)
+    return scanner.result()
