@@ -49,6 +49,7 @@ _KERNEL_BODY = (
 )
 _RANK_LEAD = re.compile(r"\[rank(\d{1,6})\]:")
 _MAX_RANKS = 100_000
+_NODE_FIELD = re.compile(r"node=([\w.-]+)\s")
 _RANK_FILE = re.compile(r"(?i)(?:rank|default|worker|proc)[._-]?(\d{1,5})(?:\D|$)")
 
 
@@ -158,8 +159,12 @@ class _Collector:
         prefix = parse_prefix(text, year)
         if prefix.rank is not None:
             self.ranks.add(prefix.rank)
-        if prefix.node is None and self.node_hint is not None:
-            prefix = replace(prefix, node=self.node_hint)
+        if prefix.node is None:
+            # a "node=node2 ..." field leading the message (the example trainer's lines)
+            said = _NODE_FIELD.match(text, prefix.body_start)
+            node = said.group(1) if said is not None else self.node_hint
+            if node is not None:
+                prefix = replace(prefix, node=node)
         body = text[prefix.body_start :]
         kernel = self.kernel_file or (
             self.kernel_prefixes
