@@ -15,12 +15,16 @@ of advices for it; a drain is idempotent in every adapter.
 
 Steps: ``drain:<node>`` for each node to drain, then ``requeue`` (restart / restart excluding)
 or ``cancel`` (stop; only with ``stop_enforcement``, otherwise the stop is recorded and the
-job left to its owner, as NVRx makes STOP opt-in).
+job left to its owner, as NVRx makes STOP opt-in). Whether a stop is enforced is the job's own
+policy (``stop_enforced_for``: its Slurm comment or registration over ``[policy]``), the one
+the policy wrote the advice under, so a job that opted in is cancelled and one that opted
+out is left alone whatever the config says.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from trainmedic.core.errors import SchedulerError
@@ -60,13 +64,22 @@ class Executor:
         *,
         executor_id: str,
         stop_enforcement: bool = False,
+        stop_enforced_for: Callable[[str], bool] | None = None,
         converge_timeout_s: float = 180.0,
     ) -> None:
+        """``stop_enforced_for(job_id)``: the job's own ``stop_enforcement`` (its policy
+        overrides applied); without it, ``stop_enforcement`` holds for every job."""
         self.store = store
         self.adapter = adapter
         self.executor_id = executor_id
         self.stop_enforcement = stop_enforcement
+        self._stop_enforced_for = stop_enforced_for
         self.converge_timeout_s = converge_timeout_s
+
+    def stop_enforced(self, job_id: str) -> bool:
+        if self._stop_enforced_for is None:
+            return self.stop_enforcement
+        return self._stop_enforced_for(job_id)
 
     def step(self, snapshot: ClusterSnapshot, now: float) -> list[ExecutorEvent]:
         """Advance every active advice by what the scheduler allows right now."""
@@ -108,7 +121,7 @@ class Executor:
             advice = self.store.get_advice(advice.id)
         if snapshot.stale:
             return events
-        if _converged(advice, job, self.stop_enforcement):
+        if _converged(advice, job, self.stop_enforced(advice.job_id)):
             self.store.set_advice_status(advice.id, AdviceStatus.CONVERGED, now=now)
             events.append(ExecutorEvent(now, advice.id, advice.job_id, "converged"))
         else:
@@ -132,7 +145,7 @@ class Executor:
         if step == "requeue":
             return self._requeue(advice, job, now)
         if step == "cancel":
-            if not self.stop_enforcement:
+            if not self.stop_enforced(advice.job_id):
                 return "stop recorded, not enforced (stop_enforcement = false)"
             if job is not None and job.state.is_terminal() and job.state is not JobState.FAILED:
                 return f"already {job.state.value}"

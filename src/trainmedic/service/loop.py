@@ -89,6 +89,8 @@ class Service:
             adapter,
             executor_id=executor_id,
             stop_enforcement=config.policy.stop_enforcement,
+            # a job's own stop_enforcement (comment, POST /jobs) is enforced as advised
+            stop_enforced_for=lambda job_id: self.decisions.policy_for(job_id).stop_enforcement,
         )
         self._jobs: dict[str, _JobSources] = {}
         self._kernel = {
