@@ -8,7 +8,9 @@ stderr in a file of its own, a rendezvous port per attempt) and the job's opt-in
 from __future__ import annotations
 
 import json
+import random
 import shlex
+import socket
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,6 +30,9 @@ class KvJob:
     nproc_per_node: int = 2
     name: str = "kvtrainer"
     opt_in: Mapping[str, object] = field(default_factory=dict)  # the comment's policy
+    # One rendezvous port per attempt, free when submitted: the last attempt's store may hold
+    # its own still, and other jobs on this shared machine hold theirs.
+    ports: tuple[int, ...] = field(default_factory=lambda: free_ports(8))
 
     @property
     def output(self) -> Path:
@@ -40,6 +45,21 @@ class KvJob:
     @property
     def checkpoint_dir(self) -> Path:
         return self.run_dir / "ckpt"
+
+
+def free_ports(count: int) -> tuple[int, ...]:
+    """Ports below the ephemeral range that nothing listens on now."""
+    found: list[int] = []
+    while len(found) < count:
+        port = random.randrange(20000, 30000)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        if port not in found:
+            found.append(port)
+    return tuple(found)
 
 
 def batch_script(job: KvJob) -> str:
@@ -67,7 +87,8 @@ def batch_script(job: KvJob) -> str:
         [
             "#!/bin/bash",
             # a fresh port per attempt: the last attempt's store may still hold the old one
-            "export PORT=$(( 20000 + (SLURM_JOB_ID * 16 + ${SLURM_RESTART_COUNT:-0}) % 10000 ))",
+            f"PORTS=({' '.join(map(str, job.ports))})",
+            "export PORT=${PORTS[$(( ${SLURM_RESTART_COUNT:-0} % ${#PORTS[@]} ))]}",
             "export PYTHONUNBUFFERED=1",
             f"srun --ntasks-per-node=1 --kill-on-bad-exit=1 bash -c {shlex.quote(per_node)}",
             "",
