@@ -129,7 +129,6 @@ def test_a_deterministic_error_of_another_authors_trainer_is_retried_once_then_s
     )
     job_id = slurm_cluster.sbatch(sbatch_args(job))
     kernel = {n: slurm_cluster.kernel_log(n) for n in slurm_cluster.nodes}
-    files = (job.output, job.errors)
     try:
         first = wait("the first incident", lambda: service.incidents(job_id)[:1], 150)[0]
         assert (first.attempt, first.kind, first.category) == (
@@ -139,7 +138,7 @@ def test_a_deterministic_error_of_another_authors_trainer_is_retried_once_then_s
         ), first.basis
         assert first.root_cause is not None and "RuntimeError" in first.root_cause.text
         # live = offline on the files as they are when the first attempt is judged
-        check = compare_with_analyze(service.store, job_id, files, kernel, first)
+        check = compare_with_analyze(service.store, job_id, first, kernel_logs=kernel)
         assert check.same, check
 
         second = wait("the second incident", lambda: service.incidents(job_id)[1:2], 150)[0]
@@ -156,6 +155,9 @@ def test_a_deterministic_error_of_another_authors_trainer_is_retried_once_then_s
         assert stop.action is Action.STOP, stop.basis
         assert "same failure at iteration 179" in stop.basis, stop.basis
         assert service.runner.issued("scancel", job_id) == [("scancel", job_id)]
+        # the service read what the job printed on stdout and stderr (found in Slurm's record)
+        spec = service.store.get_job(job_id).spec  # type: ignore[union-attr]
+        assert set(spec.log_paths) == {str(job.output), str(job.errors)}
         # stopped for good: no third attempt, one requeue in all
         time.sleep(20)
         final = service.slurm.job_details(job_id)
@@ -168,7 +170,7 @@ def test_a_deterministic_error_of_another_authors_trainer_is_retried_once_then_s
         assert attempts[0].last_iteration == attempts[1].last_iteration == 179
         assert attempts[1].first_iteration == 151
 
-        check = compare_with_analyze(service.store, job_id, files, kernel)
+        check = compare_with_analyze(service.store, job_id, kernel_logs=kernel)
         assert check.incident.id == second.id and check.same, check
     finally:
         slurm_cluster.run(["scancel", job_id], check=False)

@@ -1,9 +1,10 @@
 """The check every end-to-end scenario ends with: the live verdict equals ``analyze``'s.
 
-``compare_with_analyze`` gathers the files of one job as an operator would hand them to
-``trainmedic analyze`` (the job's output and error files, the kernel log of each node the
-attempt ran on, in a ``<node>/`` directory), runs the real CLI on them, and sets its verdict
-beside the incident the service stored for the job's last attempt in those files.
+``compare_with_analyze`` gathers the files the service read for one job as an operator would
+hand them to ``trainmedic analyze`` (the job's logs, e.g. its output and error files, and the
+kernel log of each node the attempt ran on, in a ``<node>/`` directory), runs the real CLI on
+them, and sets its verdict beside the incident the service stored for the job's last attempt
+in those files (``analyze`` judges a log that spans attempts on its last one).
 
 What the live service may know that files cannot say is left out of the comparison: a
 verdict resting on the scheduler's word (a node the scheduler marked DOWN).
@@ -75,12 +76,15 @@ def analyze_files(files: Sequence[Path], kernel_logs: Mapping[str, Path]) -> dic
 def compare_with_analyze(
     store: Store,
     job_id: str,
-    files: Sequence[Path],
-    kernel_logs: Mapping[str, Path],
     incident: IncidentRecord | None = None,
+    *,
+    kernel_logs: Mapping[str, Path] | None = None,
 ) -> Comparison:
-    """The job's latest crash/hang incident (or ``incident``) against ``analyze`` of its files
-    and of the kernel logs of the nodes that incident's attempt ran on."""
+    """The job's latest crash/hang incident (or ``incident``) against ``analyze`` of the files
+    the service read for the job (its spec's logs) and of the kernel logs of the nodes that
+    incident's attempt ran on (``kernel_logs``: node -> path, default the spec's)."""
+    job = store.get_job(job_id)
+    assert job is not None, f"job {job_id} is not registered"
     if incident is None:
         found = [i for i in store.list_incidents(job_id) if i.kind.value != "straggler"]
         assert found, f"job {job_id} has no incident"
@@ -88,5 +92,12 @@ def compare_with_analyze(
     nodes = next(
         (a.nodes for a in store.list_attempts(job_id) if a.attempt == incident.attempt), ()
     )
-    kernel = {n: p for n, p in kernel_logs.items() if n in nodes}
-    return Comparison(incident, analyze_files(files, kernel))
+    kernels = (
+        kernel_logs
+        if kernel_logs is not None
+        else {n: Path(p) for n, p in job.spec.kernel_logs.items()}
+    )
+    files = [Path(p) for p in job.spec.log_paths]
+    return Comparison(
+        incident, analyze_files(files, {n: p for n, p in kernels.items() if n in nodes})
+    )
