@@ -88,3 +88,24 @@ def test_the_resume_line_is_not_the_attempts_first_progress(tmp_path: Path) -> N
     first, last = engine.progress_of("j")
     assert isinstance(first, Progress) and isinstance(last, Progress)
     assert (first.iteration, last.iteration) == (101, 119)
+
+
+def test_an_earlier_attempts_fatal_line_read_after_a_service_restart_raises_nothing(
+    tmp_path: Path,
+) -> None:
+    """A service restarted in attempt 1 reads an appended log from its start: the fatal line
+    attempt 0 died of, above attempt 1's resume lines, is no anomaly of attempt 1."""
+    lines = [f"rank=0 event=step iter={i} loss=0.5 dt_ms=10" for i in range(1, 30)]
+    lines.append("[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered")
+    lines += [f"rank={r} event=resume ckpt=/c/model_iter000020.pt iter=20" for r in range(2)]
+    lines += [f"rank=0 event=step iter={i} loss=0.5 dt_ms=10" for i in range(21, 40)]
+    (tmp_path / "job.out").write_text("\n".join(lines) + "\n")
+    engine = Engine()
+    engine.resume("j", 1, T0, ("node1",))
+    engine.observe(JobStatus(T0, "j", JobState.RUNNING, ("node1",), 1), T0)
+    now = T0 + 1.0
+    engine.observe_all(JobLogSource("j", [tmp_path / "job.out"], clock=lambda: now).poll(), now)
+    assert engine.evaluate(now + 1.0) == []
+    first, last = engine.progress_of("j")
+    assert first is not None and last is not None
+    assert (first.iteration, last.iteration) == (21, 39)

@@ -190,11 +190,21 @@ class Engine:
             # earlier attempt (a service reading a log from its start after a restart).
             track.log_attempt = int(banner.group(1))
             track.scanners.clear()
+            track.fresh.clear()
         if track.stale_log():
             return  # lines of an attempt that is already over
         track.last_line_at = now
-        for event in track.scanner(line.path).feed(line.text, line.line_no):
-            track.detector.observe_event(event, now)
+        scanner = track.scanner(line.path)
+        began, steps = scanner.attempt_line, scanner.steps
+        events = scanner.feed(line.text, line.line_no)
+        fresh = track.fresh.setdefault(line.path, [])
+        if scanner.attempt_line != began:
+            # The workload announced a restart: what this log said before is an earlier
+            # attempt's, and so are the steps it reported (a log read from its start).
+            fresh.clear()
+            if steps:
+                track.first_progress = track.last_progress = None
+        fresh.extend((event, now) for event in events)
 
     def _observe_telemetry(self, sample: TelemetrySample, now: float) -> None:
         key = (sample.node, sample.gpu, sample.metric)
@@ -247,6 +257,10 @@ class Engine:
         """Findings whose settle time has passed; each anomaly yields one finding."""
         findings: list[Finding] = []
         for job_id, track in self._jobs.items():
+            for fresh in track.fresh.values():
+                for event, seen in fresh:
+                    track.detector.observe_event(event, seen)
+            track.fresh.clear()
             attempt = track.detector.attempt
             node_died = any(n == attempt for n, _ in track.node_failures)
             track.pending.extend(

@@ -52,6 +52,10 @@ class JobTrack:
         # makes of a file, so the evidence and facts attribution gets are the same.
         self.scanners: dict[str, LineScanner] = {}
         self.last_line_at: float | None = None  # when the last line of a job log was read
+        # Events of each job log read since the last evaluation, for the detector: a restart
+        # line further down the same read (a log read from its start after a service
+        # restart) makes them an earlier attempt's, and they never reach it.
+        self.fresh: dict[str, list[tuple[Event, float]]] = {}
         self.attempt_started: float | None = None
         self.log_attempt: int | None = None  # from the last attempt banner in the logs
         self.pending: list[tuple[Anomaly, int]] = []  # with the attempt it belongs to
@@ -73,6 +77,7 @@ class JobTrack:
         self.attempt_changed_at = time
         self.events.clear()
         self.scanners.clear()
+        self.fresh.clear()
         # What the old attempt still had pending is the old attempt's teardown, except a node
         # death: Slurm requeues the job right after marking the node down, often between two
         # polls, and that death is the reason for the requeue.

@@ -264,6 +264,11 @@ class LineScanner:
         self.attempt_line = self.line_no  # the line the current attempt starts after
         self.attempt_started = started  # the restart line's own timestamp, when it has one
 
+    @property
+    def steps(self) -> int:
+        """Training steps this attempt's lines reported so far."""
+        return self._progress.reports
+
     def feed_raw(self, raw: bytes) -> tuple[Event, ...]:
         text = raw.decode("utf-8", "replace").rstrip("\r\n")
         return self.feed(text)
