@@ -94,12 +94,14 @@ STEP_KINDS = frozenset(
 """Values of a ``key=value`` line's kind field (``event=step``) that mean a training step."""
 
 
-# Substrings one of which every line ``_NOT_A_STEP`` or ``_KV_KIND`` matches contains: most
-# lines hold none, and ``in`` tests are far cheaper than the regular expressions.
+# Substrings one of which every line ``_NOT_A_STEP`` or ``_KV_KIND`` matches contains (a "skip"
+# or "stop" at the end of a line aside): most lines hold none, and ``in`` tests are far cheaper
+# than the regular expressions (Megatron's step lines say "skipped", DeepSpeed's "skipped=").
 _STEMS = (
     *("resum", "restor", "continu", "load", "sav", "checkpoint", "ckpt", "config", "arg"),
     *("namespace", "hparam", "hyperparam", "setting", "scheduler", "slurmstepd", "srun"),
-    *("sbatch", "skip", "stop", "traceback", "fail", "abort", "eval", "validat", "warn"),
+    *("sbatch", "skip ", "skipping", "stop ", "stopping", "traceback", "fail", "abort"),
+    *("eval", "validat", "warn"),
     *("error", "exception", "....", "event=", "evt=", "type=", "kind=", "phase=", "stage="),
     *("action=", "what="),
 )

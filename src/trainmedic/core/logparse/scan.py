@@ -383,7 +383,7 @@ def scan_lines(
 ) -> FileScan:
     """Scan a whole file (its raw lines, in order)."""
     scanner = LineScanner(path, node_hint, limits, matcher)
-    feed = scanner.feed_raw
+    feed = scanner.feed
     for raw in raw_lines:
-        feed(raw)
+        feed(raw.decode("utf-8", "replace").rstrip("\r\n"))
     return scanner.result()

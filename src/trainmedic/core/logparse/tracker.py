@@ -19,9 +19,24 @@ from trainmedic.core.logparse.summary import ProgressSummary
 
 
 def _not_a_step(text: str) -> bool:
-    # The whole line first (cheap); only a hit is checked again without its prefix, whose
-    # level word ("WARNING", "W1201") says nothing about the message.
-    return is_not_a_step(text) and is_not_a_step(text[parse_prefix(text).body_start :])
+    """A progress candidate that is none of the steps it names (resume, checkpoint, config
+    echo, an error naming its iteration, slurmstepd's "STEP 1.0"). Checked on every
+    candidate line, so a few substring tests (the kinds seen most around failures) come
+    before ``is_not_a_step``, which sees the message without its prefix (whose level word,
+    "WARNING" or "W1201", says nothing about the message)."""
+    if not (
+        "rror" in text
+        or "xception" in text
+        or "esum" in text
+        or "estor" in text
+        or "heckpoint" in text
+        or "ckpt" in text
+        or "onfig" in text
+        or "slurmstepd" in text
+        or "event=" in text
+    ):
+        return False
+    return is_not_a_step(text[parse_prefix(text).body_start :])
 
 
 class ProgressTracker:
