@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainmedic.core.engine.engine import Engine, Finding
-from trainmedic.core.model import Category, Kind
-from trainmedic.core.observations import JobStatus, Progress
+from trainmedic.core.model import Category, EvidenceSource, Kind
+from trainmedic.core.observations import JobStatus, LogLine, Progress
 from trainmedic.core.states import JobState
 from trainmedic.offline.analyze import analyze_path
 from trainmedic.sources.joblog import JobLogSource
@@ -109,3 +109,31 @@ def test_an_earlier_attempts_fatal_line_read_after_a_service_restart_raises_noth
     first, last = engine.progress_of("j")
     assert first is not None and last is not None
     assert (first.iteration, last.iteration) == (21, 39)
+
+
+def test_a_host_the_failure_table_names_is_no_node_unless_it_is_the_attempts(
+    tmp_path: Path,
+) -> None:
+    """torchrun's table says "host: localhost" (ranks over loopback); the Xid's node is the
+    one to exclude, not a host the scheduler does not know."""
+    (tmp_path / "job.err").write_text(_attempt_lines(DATA / "job.err", 0))
+    engine = Engine()
+    engine.watch("j")
+    engine.observe(JobStatus(T0, "j", JobState.RUNNING, ("node1", "node2"), 0), T0)
+    xid = (
+        "kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=991, name=python, GPU has fallen off the bus."
+    )
+    engine.observe(
+        LogLine(T0 + 1, xid, EvidenceSource.KERNEL_LOG, "kern.log", 1, node="node2"), T0 + 1
+    )
+    now = T0 + 1.5
+    engine.observe_all(JobLogSource("j", [tmp_path / "job.err"], clock=lambda: now).poll(), now)
+    (finding,) = engine.evaluate(now + 1.0)
+    assert finding.verdict.category is Category.GPU_HARDWARE
+    assert finding.verdict.implicated.nodes == ("node2",)
+    # offline, where no scheduler says which hosts are nodes, the table's host stays named
+    (tmp_path / "node2").mkdir()
+    (tmp_path / "node2" / "kern.log").write_text(xid + "\n")
+    offline = analyze_path(tmp_path).verdict
+    assert offline.category is Category.GPU_HARDWARE
+    assert offline.implicated.nodes == ("node2", "localhost")

@@ -313,6 +313,14 @@ class Engine:
         # System evidence first: on equal timestamps the kernel's word outranks app lines.
         evidence = tuple(node_events) + tuple(track.events) + job.events + anomaly.evidence
         verdict = verdict_for_anomaly(anomaly, attribute(evidence, facts=job.facts))
+        nodes = track.nodes if attempt == track.detector.attempt else track.previous_nodes
+        named = verdict.implicated.nodes
+        if nodes and any(n not in nodes for n in named):
+            # A host the logs name that is none of the attempt's nodes (torchrun's failure
+            # table says "localhost" when every rank of a node talks over loopback) is no
+            # node the scheduler could exclude or drain.
+            ours = tuple(n for n in named if n in nodes)
+            verdict = replace(verdict, implicated=replace(verdict.implicated, nodes=ours))
         return Finding(
             job_id=job_id,
             attempt=attempt,
@@ -320,5 +328,5 @@ class Engine:
             verdict=verdict,
             evidence=dedupe(evidence),
             iteration=track.detector.iteration,
-            nodes=track.nodes if attempt == track.detector.attempt else track.previous_nodes,
+            nodes=nodes,
         )
