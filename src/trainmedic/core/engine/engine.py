@@ -30,7 +30,6 @@ from trainmedic.core.detect.config import DetectorConfig
 from trainmedic.core.detect.state import JobDetectorState
 from trainmedic.core.engine.evidence import combine_scans
 from trainmedic.core.engine.signals import (
-    ATTEMPT_BANNER,
     job_status_event,
     node_status_event,
     verdict_for_anomaly,
@@ -44,6 +43,7 @@ from trainmedic.core.engine.track import (
     JobTrack,
     dedupe,
 )
+from trainmedic.core.logparse.attempts import ATTEMPT_BANNER
 from trainmedic.core.model import Event, EvidenceSource, Kind, LinePrefix
 from trainmedic.core.observations import (
     CheckpointSaved,
