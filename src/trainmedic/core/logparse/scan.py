@@ -129,6 +129,8 @@ def _is_wrap(prev: str, text: str, widths: dict[int, int]) -> bool:
         return False
     if not (prev[-1].isalnum() and text[0].isalnum()):
         return False
+    if text[4:5] == "-" and text[:4].isdigit():
+        return False  # an ISO date ("2026-11-29T..."): a line of its own, never a cut
     return parse_prefix(text).body_start == 0
 
 
@@ -241,6 +243,8 @@ class LineScanner:
         self.path, self.node_hint = path, node_hint
         self.limits = limits or ScanLimits()
         self.matcher = matcher or default_matcher()
+        self._match = self.matcher.match
+        self._window_chars = self.limits.window_chars
         self.kernel_lines = kernel_lines
         self.line_no = 0
         self.year: int | None = None
@@ -281,14 +285,15 @@ class LineScanner:
             text = text.replace("\x00", "")
         if "\x1b" in text:
             text = _ANSI.sub("", text)
-        if is_restart_line(text):
+        # A line reporting a loss is a step, not a restart: most lines skip the check.
+        if "loss" not in text and is_restart_line(text):
             prefix = parse_prefix(text, self.year or REFERENCE_YEAR)
             rank = announcing_rank(text, prefix.rank)
             if self._splitter.boundary(rank, self._progress.reports):
                 self.line_no = line_no - 1
                 self._new_attempt(prefix.timestamp)
                 self.line_no = line_no
-        out, limits = self.out, self.limits
+        out, progress, widths = self.out, self._progress, self._widths
         if out.pending:
             out.neighbour(line_no, text)
         frames = ""
@@ -315,37 +320,39 @@ class LineScanner:
         if self.year is None and line_no <= 500:
             self.year = full_date_year(text)
         if not tracebacks.active:  # frames ("train_step(...)") are never progress
-            self._progress.observe(line_no, text)
+            progress.observe(line_no, text)
         if text[:5] == "[rank":  # a rank that only prints ordinary lines is still alive
             seen = _RANK_LEAD.match(text)
             if seen is not None and len(out.ranks) < _MAX_RANKS:
                 out.ranks.add(int(seen.group(1)))
         width = len(text)
         if width >= WRAP_MIN:
-            self._widths[width] = self._widths.get(width, 0) + 1
-        out.reports_now = self._progress.reports
+            widths[width] = widths.get(width, 0) + 1
+        out.reports_now = progress.reports
         prev, year = self._prev, self.year or REFERENCE_YEAR
         found = len(out.events)
         if (
             len(prev) >= WRAP_MIN
             and text[:1].isalnum()
             and prev[-1].isalnum()
-            and _is_wrap(prev, text, self._widths)
+            and _is_wrap(prev, text, widths)
         ):
             joined = prev + text
-            hits = self.matcher.match(_view(joined))
+            hits = self._match(_view(joined))
             if hits:
                 out.drop_line(line_no - 1)
                 found = min(found, len(out.events))
                 before = list(self._ring)[:-1]
                 out.add(hits, line_no - 1, joined, year, before, frames)
         else:
-            hits = () if ignored else self.matcher.match(_view(text))
+            hits = () if ignored else self._match(text if width <= MATCH_CHARS else _view(text))
             if hits:
                 out.add(hits, line_no, text, year, list(self._ring), frames)
-        self._ring.append((line_no, text[: limits.window_chars]))
+        if len(out.events) != found:
+            progress.screen = True  # steps now count towards "training went on past it"
+        self._ring.append((line_no, text[: self._window_chars]))
         self._prev = text
-        return tuple(out.events[found:])
+        return tuple(out.events[found:]) if len(out.events) != found else ()
 
     def result(self) -> FileScan:
         """What the current attempt's lines say so far (the scanner can go on)."""

@@ -24,10 +24,12 @@ def _not_a_step(text: str) -> bool:
     candidate line, so a few substring tests (the kinds seen most around failures) come
     before ``is_not_a_step``, which sees the message without its prefix (whose level word,
     "WARNING" or "W1201", says nothing about the message)."""
+    if "rror" in text or "xception" in text:
+        return is_not_a_step(text[parse_prefix(text).body_start :])
+    if "loss" in text:
+        return False  # a step reporting its loss: the common candidate, two tests only
     if not (
-        "rror" in text
-        or "xception" in text
-        or "esum" in text
+        "esum" in text
         or "estor" in text
         or "heckpoint" in text
         or "ckpt" in text
@@ -53,11 +55,17 @@ class ProgressTracker:
         "nccl_seen",
         "nccl_warn_seen",
         "reports",
+        "screen",
     )
 
     def __init__(self) -> None:
         self.first: ProgressLine | None = None
         self.reports = 0
+        # Whether candidates are screened for lines that only name an iteration. The count
+        # matters after an event (did training go on past it?); before any, only whether a
+        # first step was parsed does, and that parse screens already: the scan turns it on
+        # at its first event, so a healthy log pays nothing.
+        self.screen = False
         self.last_candidates: deque[str] = deque(maxlen=4)
         self.checkpoint: int | None = None
         self.init_line: int | None = None
@@ -70,7 +78,7 @@ class ProgressTracker:
     def observe(self, line_no: int, text: str) -> None:
         # Chained ``in`` tests: the cheapest way CPython has to reject the common line.
         if "iter" in text or "step" in text or "Iter" in text or "Step" in text or "%|" in text:
-            if "%|" not in text and _not_a_step(text):
+            if self.screen and "%|" not in text and _not_a_step(text):
                 pass  # a resume, checkpoint, config echo or error naming an iteration
             elif self.first is None:
                 parsed = parse_progress(text[parse_prefix(text).body_start :])
