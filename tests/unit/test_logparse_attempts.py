@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from trainmedic.core.logparse.attempts import is_restart_line
 from trainmedic.core.logparse.scan import LineScanner, scan_lines
+from trainmedic.core.model import Category
+from trainmedic.offline.analyze import analyze_path
 
 
 @pytest.mark.parametrize(
@@ -80,3 +84,25 @@ def test_the_live_scanner_numbers_lines_as_the_file_does() -> None:
     xid = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, GPU has fallen off the bus."
     forged = scanner.feed(xid, 4243)
     assert forged and all(e.evidence.value == "app_log" for e in forged)
+
+
+def test_a_kernel_event_of_the_previous_attempt_is_not_evidence_against_the_next(
+    tmp_path: Path,
+) -> None:
+    """A directory: the job's log restarted (resume line stamped 10:05:00) and failed on its
+    own; the node's kernel log still holds the Xid that ended the attempt before (10:00:00).
+    One that came just before the new attempt's ranks announced themselves still counts."""
+    (tmp_path / "job.out").write_text(
+        "2026-03-07T10:00:00.000Z [rank0] iter=5 loss=0.5 step_s=0.1\n"
+        "2026-03-07T10:05:00.000Z [rank0] Resuming from checkpoint at step 4\n"
+        "2026-03-07T10:05:01.000Z [rank0] iter=5 loss=0.5 step_s=0.1\n"
+        "2026-03-07T10:05:02.000Z [rank0] KeyError: 'decoder.layers.12.weight'\n"
+    )
+    (tmp_path / "node2").mkdir()
+    kern = tmp_path / "node2" / "kern.log"
+    xid = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, GPU has fallen off the bus."
+    kern.write_text(f"2026-03-07T10:00:00.500Z node2 kernel: {xid}\n")
+    verdict = analyze_path(tmp_path).verdict
+    assert verdict.category is Category.APPLICATION, verdict.basis
+    kern.write_text(f"2026-03-07T10:04:55.000Z node2 kernel: {xid}\n")
+    assert analyze_path(tmp_path).verdict.category is Category.GPU_HARDWARE
