@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.workloads.live_offline import compare_with_analyze
 
 from trainmedic.core.detect.config import SMALL_JOB
 from trainmedic.core.model import Action, Category, Kind
@@ -236,6 +237,8 @@ def test_xid79_excludes_and_drains_the_node_then_resumes_from_checkpoint(make_la
     incident = lab.incident(job_id)
     assert (incident.kind, incident.category) == (Kind.CRASH, Category.GPU_HARDWARE)
     assert incident.implicated.nodes == (bad,)
+    check = compare_with_analyze(lab.store, job_id, incident)
+    assert check.same, check  # live = offline on the same files
     advice = lab.advice(incident)
     assert advice.action is Action.RESTART_EXCLUDING and advice.status is AdviceStatus.CONVERGED
     assert advice.exclude_nodes == (bad,) and advice.drain_nodes == (bad,)
@@ -295,12 +298,16 @@ def test_app_error_gets_one_confirmation_retry_then_is_stopped(make_lab) -> None
 
     confirm = lab.incident(job_id, 1)
     assert (confirm.kind, confirm.category) == (Kind.CRASH, Category.APPLICATION)
+    check = compare_with_analyze(lab.store, job_id, confirm)
+    assert check.same, check  # live = offline on the same files
     retry = lab.advice(confirm)
     # the confirmation retry runs on other nodes (4 nodes, 2 needed) and drains nothing
     assert retry.action is Action.RESTART_EXCLUDING and retry.status is AdviceStatus.CONVERGED
     assert retry.exclude_nodes == nodes and retry.drain_nodes == ()
     stop = lab.incident(job_id, 2, timeout=90)
     assert stop.attempt == 1 and stop.category is Category.APPLICATION
+    check = compare_with_analyze(lab.store, job_id, stop)
+    assert check.same, check  # on its last attempt's lines, although the log holds two
     stopped = lab.advice(stop)
     assert stopped.action is Action.STOP and stopped.status is AdviceStatus.CONVERGED
     # scancel ends it, unless the failing batch script got there first (FAILED): either way

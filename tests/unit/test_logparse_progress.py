@@ -95,3 +95,53 @@ def test_checkpoint_lines(line: str, iteration: int | None) -> None:
 def test_a_slurm_step_id_is_not_training_progress() -> None:
     line = "slurmstepd: error: *** STEP 1.0 ON node1 CANCELLED AT 2026-11-29T09:00:00 ***"
     assert parse_progress(line) is None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # resume / restore announcements
+        "event=resume ckpt=/run/ckpt/model_iter000860.pt iter=860",
+        "ts=2026-03-07T10:11:12.123Z rank=0 event=resume ckpt=/c/m.pt iter=860",
+        "Resuming from checkpoint at step 860",
+        "Restored all states from the checkpoint at iteration 860",
+        " successfully loaded checkpoint from /ckpt/megatron at iteration 860",
+        "Continuing training from global step 860",
+        # config and argument echoes
+        "Namespace(iter=1000, lr=0.1)",
+        "args.iter = 1000",
+        "  train_iters ..................................... 1000",
+        "event=config train_iters=1000 iter=0",
+        # checkpoints, schedulers, errors, evaluation
+        "saved checkpoint at iteration 900",
+        "event=ckpt iter=900 path=/run/ckpt/model_iter000900.pt",
+        "lr scheduler step 860 lr=0.001",
+        "slurmstepd: error: *** STEP 1.0 ON node1 CANCELLED AT 2026-11-29T09:00:00 ***",
+        "[rank1]: RuntimeError: loss scaler state is inconsistent at iteration 880",
+        "WARNING: skipping step 860 due to overflow",
+        "evaluating at step 860",
+    ],
+)
+def test_lines_naming_an_iteration_are_not_training_steps(line: str) -> None:
+    assert parse_progress(line) is None
+
+
+@pytest.mark.parametrize(
+    ("line", "iteration"),
+    [
+        ("ts=2026-03-07T10:11:12.123Z rank=0 event=step iter=861 loss=0.23 dt_ms=12.4", 861),
+        ("node=node2 iter=120 loss=0.53 step_s=0.012 ckpt_s=0.1 eval_loss=0.3", 120),
+        ("Step 100/1000 loss: 2.3 lr_scheduler=cos data_loader_s=0.1", 100),
+        # Megatron counts skipped iterations on every step line: still a step
+        (" iteration   300/  500000 | lm loss: 6.1E+00 | number of skipped iterations:   0 |", 300),
+    ],
+)
+def test_step_lines_with_words_used_as_keys_stay_steps(line: str, iteration: int) -> None:
+    parsed = parse_progress(line)
+    assert parsed is not None and parsed.iteration == iteration
+
+
+def test_key_value_checkpoint_lines() -> None:
+    assert parse_checkpoint("event=ckpt iter=900 path=/run/ckpt/model_iter000900.pt") == 900
+    assert parse_checkpoint("type=checkpoint step=12") == 12
+    assert parse_checkpoint("event=resume ckpt=/run/ckpt/model_iter000850.pt iter=850") is None

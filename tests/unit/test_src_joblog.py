@@ -45,8 +45,10 @@ def test_job_log_turns_lines_into_observations(tmp_path: Path) -> None:
         + trainer_line("RuntimeError: Connection closed by peer [127.0.0.1]:14772")
     )
     source = JobLogSource("j1", [log], clock=FakeClock())
-    progress, begin, begin_line, saved, saved_line, error = source.poll()
+    progress, progress_line, begin, begin_line, saved, saved_line, error = source.poll()
     assert isinstance(progress, Progress)
+    # every line reaches the engine's scan: its facts count the steps, as analyze's do
+    assert isinstance(progress_line, LogLine) and progress_line.line_no == 1
     assert (progress.job_id, progress.iteration, progress.rank, progress.node) == (
         "j1",
         120,
@@ -166,3 +168,20 @@ def test_checkpoint_sidecar_is_authoritative(tmp_path: Path) -> None:
     os.utime(tmp_path / "latest_checkpointed_iteration.txt", ns=(1, 10**18))
     (saved,) = watcher.poll()
     assert isinstance(saved, CheckpointSaved) and saved.iteration == 200
+
+
+def test_resume_config_and_error_lines_are_not_progress(tmp_path: Path) -> None:
+    log = tmp_path / "job.out"
+    stamp = "ts=2026-03-07T10:11:12.123Z rank=0"
+    log.write_text(
+        f"{stamp} event=config train_iters=1000 ckpt_every=50\n"
+        f"{stamp} event=resume ckpt=/run/ckpt/model_iter000850.pt iter=850\n"
+        f"{stamp} event=step iter=851 loss=0.2310 dt_ms=12.4\n"
+        f"{stamp} event=ckpt iter=900 path=/run/ckpt/model_iter000900.pt\n"
+        "[rank1]: RuntimeError: loss scaler state is inconsistent at iteration 880\n"
+    )
+    observed = JobLogSource("j1", [log], clock=FakeClock()).poll()
+    steps = [o.iteration for o in observed if isinstance(o, Progress)]
+    saved = [o.iteration for o in observed if isinstance(o, CheckpointSaved)]
+    assert steps == [851] and saved == [900]
+    assert sum(isinstance(o, LogLine) for o in observed) == 5

@@ -14,17 +14,13 @@ from __future__ import annotations
 import gzip
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, cast
 
-from trainmedic.core.attribute.facts import JobFacts
 from trainmedic.core.attribute.verdict import attribute
+from trainmedic.core.engine.evidence import combine_scans
 from trainmedic.core.errors import InputError
-from trainmedic.core.logparse.collective import CollectiveTrace
-from trainmedic.core.logparse.elastic import ChildFailure
-from trainmedic.core.logparse.evidence import EvidenceLine
-from trainmedic.core.logparse.prefix import REFERENCE_YEAR, parse_prefix
 from trainmedic.core.logparse.scan import FileScan, ScanLimits, scan_lines
 from trainmedic.core.logparse.summary import ProgressSummary
 from trainmedic.core.model import Advice, Event, Verdict
@@ -121,106 +117,17 @@ def analyze_path(path: str | Path, limits: ScanLimits | None = None) -> Analysis
     return _combine(str(root), scans, tuple(skipped))
 
 
-def _same_year(scans: list[FileScan]) -> list[FileScan]:
-    """Put year-less stamps (syslog, glog) of every file in the job's year.
-
-    A kernel log (``Mar  7 04:58:42``) beside rank logs dated ``2026-03-07`` must not read
-    as two years older than them: its events are re-stamped in the year the others show.
-    """
-    year = next((s.year for s in scans if s.year is not None), None)
-    if year is None or year == REFERENCE_YEAR:
-        return scans
-    fixed = []
-    for scan in scans:
-        if scan.year is not None or not any(e.timestamp is not None for e in scan.events):
-            fixed.append(scan)
-            continue
-        moved = {
-            e: replace(e, timestamp=parse_prefix(e.text, year).timestamp)
-            if e.timestamp is not None
-            else e
-            for e in scan.events
-        }
-        fixed.append(
-            replace(
-                scan,
-                events=tuple(moved[e] for e in scan.events),
-                neighbours={moved[e]: v for e, v in scan.neighbours.items()},
-                windows={moved[e]: v for e, v in scan.windows.items()},
-                progress_after={moved[e]: v for e, v in scan.progress_after.items()},
-                year=year,
-            )
-        )
-    return fixed
-
-
 def _combine(source: str, scans: list[FileScan], skipped: tuple[str, ...]) -> AnalysisResult:
-    scans = _same_year(scans)
-    events: list[Event] = []
-    neighbours: dict[Event, str] = {}
-    progress_after: dict[Event, int] = {}
-    windows: dict[Event, tuple[tuple[int, str], ...]] = {}
-    ranks: set[int] = set()
-    failures: list[ChildFailure] = []
-    evidence: list[EvidenceLine] = []
-    for scan in scans:
-        events.extend(scan.events)
-        neighbours.update(scan.neighbours)
-        progress_after.update(scan.progress_after)
-        windows.update(scan.windows)
-        ranks.update(scan.ranks_seen)
-        failures.extend(scan.child_failures)
-        evidence.extend(scan.evidence)
-    progress = _merge_progress([s.progress for s in scans])
-    facts = JobFacts(
-        progress=progress,
-        child_failures=tuple(failures),
-        ranks_seen=frozenset(ranks),
-        neighbours=neighbours,
-        progress_after=progress_after,
-        evidence=tuple(evidence),
-        evidence_count=sum(s.evidence_count for s in scans),
-        timelines=tuple(s.timeline for s in scans),
-        collectives=CollectiveTrace(
-            nccl_ops=tuple(op for s in scans for op in s.collectives.nccl_ops),
-            frame_ops=tuple(f for s in scans for f in s.collectives.frame_ops),
-            notes=tuple(n for s in scans for n in s.collectives.notes),
-        ),
-    )
-    verdict = attribute(events, facts=facts)
+    # The live engine combines and attributes its scans the same way (one verdict per lines).
+    evidence = combine_scans(scans)
+    verdict = attribute(evidence.events, facts=evidence.facts)
     return AnalysisResult(
         source=source,
         verdict=verdict,
         advice=decide(verdict, PolicyContext.offline(str(source))),
         files=tuple(s.path for s in scans),
         lines=sum(s.lines for s in scans),
-        progress=progress,
-        windows=windows,
+        progress=evidence.progress,
+        windows=evidence.windows,
         skipped=skipped,
-    )
-
-
-def _merge_progress(parts: list[ProgressSummary]) -> ProgressSummary:
-    """One summary for the job: the furthest file decides, reports add up."""
-    if not parts:
-        return ProgressSummary()
-    best = max(parts, key=lambda p: (p.reports > 0, p.last_iteration or -1, p.reports))
-    init_lines = [p for p in parts if p.init_complete_line is not None]
-    checkpoints = [p.last_checkpoint for p in parts if p.last_checkpoint is not None]
-    return ProgressSummary(
-        reports=sum(p.reports for p in parts),
-        first_iteration=best.first_iteration,
-        last_iteration=best.last_iteration,
-        last_label=best.last_label,
-        last_elapsed_s=best.last_elapsed_s,
-        last_step_time=best.last_step_time,
-        last_checkpoint=max(checkpoints) if checkpoints else None,
-        nonfinite_at=best.nonfinite_at,
-        init_complete_line=init_lines[0].init_complete_line if init_lines else None,
-        meaningful_after_init=max((p.meaningful_after_init for p in init_lines), default=0),
-        nccl_setup_seen=any(p.nccl_setup_seen for p in parts),
-        nccl_setup_before_warning=any(p.nccl_setup_before_warning for p in parts),
-        meaningful_after_nccl=max(
-            (p.meaningful_after_nccl for p in parts if p.nccl_setup_seen), default=0
-        ),
     )

@@ -15,7 +15,10 @@ of advices for it; a drain is idempotent in every adapter.
 
 Steps: ``drain:<node>`` for each node to drain, then ``requeue`` (restart / restart excluding)
 or ``cancel`` (stop; only with ``stop_enforcement``, otherwise the stop is recorded and the
-job left to its owner, as NVRx makes STOP opt-in).
+job left to its owner, as NVRx makes STOP opt-in). Whether a stop is enforced is the job's own
+policy (``stop_enforced_for``: its Slurm comment or registration over ``[policy]``), the one
+the policy wrote the advice under, so a job that opted in is cancelled and one that opted
+out is left alone whatever the config says.
 
 Finished jobs are not revived: a job the scheduler no longer knows, one that completed, and
 one its user cancelled (the user's decision, recorded in the advice's note) is never
@@ -25,6 +28,7 @@ requeued by id; its advice is abandoned at the first check, not retried until th
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from trainmedic.core.errors import JobNotRequeueable, SchedulerError
@@ -68,16 +72,25 @@ class Executor:
         *,
         executor_id: str,
         stop_enforcement: bool = False,
+        stop_enforced_for: Callable[[str], bool] | None = None,
         converge_timeout_s: float = 180.0,
         hold_file: HoldFile | None = None,
     ) -> None:
-        """``hold_file``: the watchdog's own record of holds (it works without the store)."""
+        """``hold_file``: the watchdog's own record of holds (it works without the store).
+        ``stop_enforced_for(job_id)``: the job's own ``stop_enforcement`` (its policy
+        overrides applied); without it, ``stop_enforcement`` holds for every job."""
         self.store = store
         self.adapter = adapter
         self.executor_id = executor_id
         self.stop_enforcement = stop_enforcement
+        self._stop_enforced_for = stop_enforced_for
         self.converge_timeout_s = converge_timeout_s
         self.hold_file = hold_file
+
+    def stop_enforced(self, job_id: str) -> bool:
+        if self._stop_enforced_for is None:
+            return self.stop_enforcement
+        return self._stop_enforced_for(job_id)
 
     def step(self, snapshot: ClusterSnapshot, now: float) -> list[ExecutorEvent]:
         """Advance every active advice by what the scheduler allows right now."""
@@ -134,7 +147,7 @@ class Executor:
             return
         if job is None and advice.action in (Action.RESTART, Action.RESTART_EXCLUDING):
             raise JobNotRequeueable(f"job {advice.job_id} is no longer known to the scheduler")
-        if _converged(advice, job, self.stop_enforcement):
+        if _converged(advice, job, self.stop_enforced(advice.job_id)):
             self.store.set_advice_status(advice.id, AdviceStatus.CONVERGED, now=now)
             events.append(ExecutorEvent(now, advice.id, advice.job_id, "converged"))
         else:
@@ -164,7 +177,7 @@ class Executor:
         raise SchedulerError(f"unknown step {step!r} in advice {advice.id}")
 
     def _cancel(self, advice: AdviceRecord, job: JobInfo | None) -> str:
-        if not self.stop_enforcement:
+        if not self.stop_enforced(advice.job_id):
             return "stop recorded, not enforced (stop_enforcement = false)"
         if job is None:
             return "already gone from the scheduler"
@@ -212,7 +225,7 @@ class Executor:
                 f"job {advice.job_id} is no longer known to the scheduler: not requeued"
             )
         if job.state is JobState.CANCELLED and not job.held:
-            by_us = self.stop_enforcement and self._cancelled_by_us(advice.job_id)
+            by_us = self.stop_enforced(advice.job_id) and self._cancelled_by_us(advice.job_id)
             who = "trainmedic" if by_us else "its user"
             raise JobNotRequeueable(
                 f"job {advice.job_id} was cancelled by {who}: "

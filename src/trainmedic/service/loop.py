@@ -136,6 +136,8 @@ class Service:
             executor_id=executor_id,
             stop_enforcement=config.policy.stop_enforcement,
             hold_file=hold_file_in(config.service.state_dir),
+            # a job's own stop_enforcement (comment, POST /jobs) is enforced as advised
+            stop_enforced_for=lambda job_id: self.decisions.policy_for(job_id).stop_enforcement,
         )
         self._jobs: dict[str, _JobSources] = {}
         self._book = OffsetBook(

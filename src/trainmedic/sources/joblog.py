@@ -2,13 +2,15 @@
 
 ``JobLogSource.poll()`` turns new lines into observations:
 
-* a line of the trainer's progress format (``iter=... step_s=...``) becomes a ``Progress``
-  only; any other progress format (Megatron, HF, Lightning, plain ``step N``) becomes a
-  ``Progress`` *and* a ``LogLine`` (a loose format may match an error line, which must still
-  reach the signature matcher);
+* a training step (the trainer's ``iter=... step_s=...``, Megatron, HF, Lightning, a
+  ``key=value`` ``event=step iter=N``, plain ``step N``) becomes a ``Progress``; a line that
+  only names an iteration (a resume announcement, a config echo, an error message: see
+  ``logparse.progress.is_not_a_step``) does not;
 * ``checkpoint begin iter=N`` -> ``CheckpointSaved(in_progress=True)``; a saved-checkpoint
-  line (``logparse.checkpoint``) -> ``CheckpointSaved``; both also as ``LogLine``;
-* every other line -> ``LogLine`` with source ``app_log``, rank and node from its prefix;
+  line (``logparse.checkpoint``, ``event=ckpt iter=N`` included) -> ``CheckpointSaved``;
+* every line, these included, also -> ``LogLine`` with source ``app_log``, rank and node
+  from its prefix: the engine scans each job log whole, as ``analyze`` scans a file (its
+  progress facts count the steps, a loose step format may match an error line);
 * each line of a JSONL progress file -> ``Progress``;
 * a file that cannot be read -> one ``SourceStale`` per disappearance, and a
   ``SourceRecovered`` when it can be read again.
@@ -146,8 +148,6 @@ class JobLogSource:
             progress = parse_progress(body)
             if progress is not None:
                 out.append(self._progress_obs(progress, t, prefix.rank, node, now))
-                if body.startswith("iter=") and "step_s=" in body:
-                    return  # the trainer's own format: nothing for the signature matcher
         if history:
             return
         out.append(

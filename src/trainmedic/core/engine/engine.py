@@ -4,11 +4,18 @@ It holds state but reads no clock and does no I/O: the service hands it observat
 time, and gets back :class:`Finding` values (an anomaly with its verdict and evidence). The
 policy step (``trainmedic.core.policy.decide``) needs history from the store, so the shell runs it.
 
-Evidence per job: the signature matches of the current attempt's own log lines, plus the
-kernel-log and telemetry events of the nodes the attempt runs on. A finding waits
-``settle_s`` after its anomaly before it is attributed, so lines that trail the first symptom
-(the kernel's Xid a moment after the app's CUDA error, other ranks' tracebacks) are in the
-evidence; the detection time stays the anomaly's.
+Evidence per job: the current attempt's own log lines, scanned line by line with the
+``LineScanner`` that ``trainmedic analyze`` runs over a file (tracebacks with their frames,
+torchrun's failure table, progress, restart lines), combined into events and facts by the
+same ``combine_scans``; plus the scheduler's word about the job and the kernel-log and
+telemetry events of the nodes the attempt runs on. The same lines give the live verdict
+and ``analyze``'s.
+
+A finding waits ``settle_s`` after its anomaly, and until the job's logs have been quiet for
+``settle_s`` (at most ``max_settle_s``), before it is attributed: the lines that trail the
+first symptom (the kernel's Xid a moment after the app's CUDA error, the failing rank's
+traceback and the other ranks' cascades, torchrun's failure table) are in the evidence. The
+detection time stays the anomaly's.
 """
 
 from __future__ import annotations
@@ -21,8 +28,8 @@ from trainmedic.core.attribute.verdict import attribute
 from trainmedic.core.detect.anomaly import Anomaly, Trigger
 from trainmedic.core.detect.config import DetectorConfig
 from trainmedic.core.detect.state import JobDetectorState
+from trainmedic.core.engine.evidence import combine_scans
 from trainmedic.core.engine.signals import (
-    ATTEMPT_BANNER,
     NodeDebounce,
     NodeStateFilter,
     job_status_event,
@@ -38,6 +45,7 @@ from trainmedic.core.engine.track import (
     JobTrack,
     dedupe,
 )
+from trainmedic.core.logparse.attempts import ATTEMPT_BANNER
 from trainmedic.core.model import Event, EvidenceSource, Kind, LinePrefix
 from trainmedic.core.observations import (
     CheckpointSaved,
@@ -62,11 +70,13 @@ class Engine:
         *,
         matcher: Matcher | None = None,
         settle_s: float = 0.5,
+        max_settle_s: float = 5.0,
         node_debounce: NodeDebounce | None = None,
     ) -> None:
         self.detector_config = detector_config or DetectorConfig()
         self.matcher = matcher or default_matcher()
         self.settle_s = settle_s
+        self.max_settle_s = max(settle_s, max_settle_s)
         self._jobs: dict[str, JobTrack] = {}
         self._node_events: dict[str, deque[Event]] = {}
         self._telemetry: dict[tuple[str, str, str], float] = {}
@@ -197,15 +207,24 @@ class Engine:
             # The log says a new attempt starts here: evidence before it belongs to an
             # earlier attempt (a service reading a log from its start after a restart).
             track.log_attempt = int(banner.group(1))
-            track.events.clear()
-            return
+            track.scanners.clear()
+            track.fresh.clear()
         if track.stale_log():
             return  # lines of an attempt that is already over
+        track.last_line_at = now
         if _predates(track, line.time):
             return  # written before this attempt started: not evidence against it
-        for event in self._events_of(line):
-            track.events.append(event)
-            track.detector.observe_event(event, now)
+        scanner = track.scanner(line.path)
+        began, steps = scanner.attempt_line, scanner.steps
+        events = scanner.feed(line.text, line.line_no)
+        fresh = track.fresh.setdefault(line.path, [])
+        if scanner.attempt_line != began:
+            # The workload announced a restart: what this log said before is an earlier
+            # attempt's, and so are the steps it reported (a log read from its start).
+            fresh.clear()
+            if steps:
+                track.first_progress = track.last_progress = None
+        fresh.extend((event, now) for event in events)
 
     def _observe_telemetry(self, sample: TelemetrySample, now: float) -> None:
         key = (sample.node, sample.gpu, sample.metric)
@@ -258,6 +277,10 @@ class Engine:
         """Findings whose settle time has passed; each anomaly yields one finding."""
         findings: list[Finding] = []
         for job_id, track in self._jobs.items():
+            for fresh in track.fresh.values():
+                for event, seen in fresh:
+                    track.detector.observe_event(event, seen)
+            track.fresh.clear()
             attempt = track.detector.attempt
             node_died = any(n == attempt for n, _ in track.node_failures)
             track.pending.extend(
@@ -266,13 +289,22 @@ class Engine:
                 # A dead node already explains this attempt's crash: one incident, not two.
                 if not (node_died and a.kind is Kind.CRASH)
             )
-            ready = [p for p in track.pending if now >= p[0].detected_at + self.settle_s]
+            ready = [p for p in track.pending if self._settled(track, p[0], now)]
             if not ready:
                 continue
             track.pending = [p for p in track.pending if p not in ready]
             for anomaly, of_attempt in ready:
                 findings.append(self._finding(job_id, track, anomaly, of_attempt))
         return findings
+
+    def _settled(self, track: JobTrack, anomaly: Anomaly, now: float) -> bool:
+        """The anomaly's trailing lines are in: ``settle_s`` after it and after the job's
+        last line (a straggler's job goes on printing: only the first), or ``max_settle_s``."""
+        if now < anomaly.detected_at + self.settle_s:
+            return False
+        if anomaly.kind is Kind.STRAGGLER or now >= anomaly.detected_at + self.max_settle_s:
+            return True
+        return track.last_line_at is None or now >= track.last_line_at + self.settle_s
 
     def _node_evidence(self, track: JobTrack, attempt: int) -> list[Event]:
         """Kernel, telemetry and scheduler events of the attempt's nodes, from shortly before
@@ -297,9 +329,18 @@ class Engine:
         if len(self._used) > 4 * MAX_NODE_EVENTS:  # forget events the node buffers dropped
             kept = {e for events in self._node_events.values() for e in events}
             self._used &= kept
+        job = combine_scans(track.scans())
         # System evidence first: on equal timestamps the kernel's word outranks app lines.
-        evidence = tuple(node_events) + tuple(track.events) + anomaly.evidence
-        verdict = verdict_for_anomaly(anomaly, attribute(evidence) if evidence else None)
+        evidence = tuple(node_events) + tuple(track.events) + job.events + anomaly.evidence
+        verdict = verdict_for_anomaly(anomaly, attribute(evidence, facts=job.facts))
+        nodes = track.nodes if attempt == track.detector.attempt else track.previous_nodes
+        named = verdict.implicated.nodes
+        if nodes and any(n not in nodes for n in named):
+            # A host the logs name that is none of the attempt's nodes (torchrun's failure
+            # table says "localhost" when every rank of a node talks over loopback) is no
+            # node the scheduler could exclude or drain.
+            ours = tuple(n for n in named if n in nodes)
+            verdict = replace(verdict, implicated=replace(verdict.implicated, nodes=ours))
         return Finding(
             job_id=job_id,
             attempt=attempt,
@@ -307,7 +348,7 @@ class Engine:
             verdict=verdict,
             evidence=dedupe(evidence),
             iteration=track.detector.iteration,
-            nodes=track.nodes if attempt == track.detector.attempt else track.previous_nodes,
+            nodes=nodes,
         )
 
 

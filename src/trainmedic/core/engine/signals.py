@@ -8,7 +8,6 @@ may justify a drain), a preempted or timed-out job is the scheduler's doing. The
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 
 from trainmedic.core.detect.anomaly import Anomaly
@@ -24,10 +23,6 @@ from trainmedic.core.model import (
 )
 from trainmedic.core.observations import JobStatus, NodeStatus
 from trainmedic.core.states import JobState, NodeState
-
-# The attempt banner the trainer and the local backend print at every (re)start
-# ("trainer start attempt=2 ...", "==== <time> trainmedic-local job=7 attempt=2 ...").
-ATTEMPT_BANNER = re.compile(r"(?:trainer start|trainmedic\S*(?: job=\S+)?) attempt=(\d+)")
 
 # (category, strong) for job states that name their own cause.
 _JOB_STATE_CAUSES: dict[JobState, tuple[str, Category, bool]] = {

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from trainmedic.core.detect.anomaly import Anomaly, Trigger
 from trainmedic.core.detect.config import DetectorConfig
 from trainmedic.core.detect.state import JobDetectorState
+from trainmedic.core.logparse.scan import FileScan, LineScanner
 from trainmedic.core.model import Event, Verdict
 from trainmedic.core.observations import Progress
 from trainmedic.core.states import JobState
@@ -45,7 +46,16 @@ class Finding:
 class JobTrack:
     def __init__(self, job_id: str, config: DetectorConfig) -> None:
         self.detector = JobDetectorState(job_id, config)
+        # The scheduler's word about the job (NODE_FAIL, PREEMPTED ...) in this attempt.
         self.events: deque[Event] = deque(maxlen=MAX_JOB_EVENTS)
+        # Per job log, the scan of the lines read in this attempt: the same scan ``analyze``
+        # makes of a file, so the evidence and facts attribution gets are the same.
+        self.scanners: dict[str, LineScanner] = {}
+        self.last_line_at: float | None = None  # when the last line of a job log was read
+        # Events of each job log read since the last evaluation, for the detector: a restart
+        # line further down the same read (a log read from its start after a service
+        # restart) makes them an earlier attempt's, and they never reach it.
+        self.fresh: dict[str, list[tuple[Event, float]]] = {}
         self.attempt_started: float | None = None
         self.log_attempt: int | None = None  # from the last attempt banner in the logs
         self.pending: list[tuple[Anomaly, int]] = []  # with the attempt it belongs to
@@ -66,6 +76,8 @@ class JobTrack:
         self.previous_attempt = self.detector.attempt
         self.attempt_changed_at = time
         self.events.clear()
+        self.scanners.clear()
+        self.fresh.clear()
         # What the old attempt still had pending is the old attempt's teardown, except a node
         # death: Slurm requeues the job right after marking the node down, often between two
         # polls, and that death is the reason for the requeue.
@@ -75,6 +87,18 @@ class JobTrack:
         self.attempt_started = time
         self.nodes = ()
         self.first_progress = self.last_progress = None
+
+    def scanner(self, path: str) -> LineScanner:
+        found = self.scanners.get(path)
+        if found is None:
+            # A job log's kernel-looking line is the application's word, never the kernel's:
+            # only a node's own kernel-log source is trusted (a forged Xid drains nothing).
+            found = self.scanners[path] = LineScanner(path, kernel_lines=False)
+        return found
+
+    def scans(self) -> list[FileScan]:
+        """This attempt's scans, in the order ``analyze`` reads files of one directory."""
+        return [self.scanners[path].result() for path in sorted(self.scanners)]
 
     def stale_log(self) -> bool:
         """The log is still showing an attempt the scheduler has already replaced."""

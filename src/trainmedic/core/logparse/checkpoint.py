@@ -4,7 +4,8 @@ Recognised: ``saved checkpoint at iteration N`` (Megatron prints ``successfully 
 checkpoint at iteration       N to ...``), trainmedic's trainer ``checkpoint saved iter=N
 path=...``, HF Trainer ``Saving model checkpoint to out/checkpoint-500``, DeepSpeed
 ``.../global_step500/...``, Lightning ``saving model to '.../epoch=0-step=500.ckpt'`` and generic
-``saved checkpoint ... step N`` phrasings.
+``saved checkpoint ... step N`` phrasings, and a ``key=value`` line whose kind says it saved
+one (``event=ckpt iter=900 path=...``, ``type=checkpoint step=900``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ _PATTERNS = (
         r"(?:saved|saving|wrote) checkpoint\b.*?\b(?:iteration|iter|step)\s*[:=#]?\s*(\d+)", re.I
     ),
 )
+_KV_SAVED = re.compile(
+    r"(?i)(?<![\w.])(?:event|evt|type|kind|action|what)="
+    r"(?:ckpt|checkpoint|save|saved|ckpt_saved|checkpoint_saved|save_checkpoint)(?![\w.-])"
+)
+_KV_ITER = re.compile(r"(?i)(?<![\w.])(?:iter|iteration|step|global_step)=(\d+)(?![\w.])")
 
 
 def parse_checkpoint(body: str) -> int | None:
@@ -31,8 +37,13 @@ def parse_checkpoint(body: str) -> int | None:
         "checkpoint" not in lowered
         and "saving model" not in lowered
         and "global_step" not in lowered
+        and "ckpt" not in lowered
+        and "save" not in lowered
     ):
         return None
+    if _KV_SAVED.search(body):
+        m = _KV_ITER.search(body)
+        return int(m.group(1)) if m else None
     for pattern in _PATTERNS:
         m = pattern.search(body)
         if m:

@@ -36,6 +36,7 @@ _KERNEL_BODY = (
     "[drm:",
 )
 _RANK_FILE = re.compile(r"(?i)(?:rank|default|worker|proc)[._-]?(\d{1,5})(?:\D|$)")
+_NODE_FIELD = re.compile(r"node=([\w.-]+)\s")
 
 MAX_EVENT_TEXT = 4096
 """Characters of a matched line kept in its event (5000 events of 64 KiB would be 320 MB)."""
@@ -70,6 +71,7 @@ class Collector:
     def __init__(self, path: str, node_hint: str | None, limits: ScanLimits, m: Matcher):
         self.path, self.node_hint, self.limits, self.to_event = path, node_hint, limits, m.to_event
         self.kernel_file = bool(_KERNEL_FILE.search(path.rsplit("/", 1)[-1]))
+        self.kernel_prefixes = True  # a kernel-style prefix or message makes kernel evidence
         self.file_rank = file_rank(path)
         self.events: list[Event] = []
         self.pending: list[_Pending] = []
@@ -90,13 +92,19 @@ class Collector:
         prefix = parse_prefix(text, year)
         if prefix.rank is not None:
             self.ranks.add(prefix.rank)
-        if prefix.node is None and self.node_hint is not None:
-            prefix = replace(prefix, node=self.node_hint)
+        if prefix.node is None:
+            # a "node=node2 ..." field leading the message (the example trainer's lines)
+            said = _NODE_FIELD.match(text, prefix.body_start)
+            node = said.group(1) if said is not None else self.node_hint
+            if node is not None:
+                prefix = replace(prefix, node=node)
         body = text[prefix.body_start :]
-        kernel = (
-            self.kernel_file
-            or bool(_KERNEL_PREFIX.search(text, 0, prefix.body_start + 1))
-            or body.lstrip().startswith(_KERNEL_BODY)  # dmesg continuation lines are indented
+        kernel = self.kernel_file or (
+            self.kernel_prefixes
+            and (
+                bool(_KERNEL_PREFIX.search(text, 0, prefix.body_start + 1))
+                or body.lstrip().startswith(_KERNEL_BODY)  # dmesg continuation lines are indented
+            )
         )
         evidence = EvidenceSource.KERNEL_LOG if kernel else EvidenceSource.APP_LOG
         for hit in hits:

@@ -12,6 +12,15 @@ Recognised (``parse_progress`` takes the message after the line prefix):
   carry a ``step``: without one the dict says nothing about *which* iteration it is.
 * plain ``step 100 loss 2.3``, ``Iteration 100``, ``iter 100``, ``Step 100/1000``
 
+Not every line naming an iteration is a step of training (``is_not_a_step``): a resume or
+restore announcement (``event=resume ckpt=... iter=860``, "Resuming from checkpoint at step
+860", "Restored ... iteration 860"), a checkpoint save or load, a config or argument echo
+(``Namespace(iter=1000)``, ``train_iters ...... 1000``), a scheduler's line, an error message
+("RuntimeError: ... at iteration 880"), an evaluation. Such a line says where the job *is*
+(or was, or will be), never that it advanced: taking it for a step makes a restarted attempt
+look as if it trained past its checkpoint. A ``key=value`` line that says what it is
+(``event=``, ``type=``, ``phase=`` ...) is a step only when that says step/train/progress.
+
 ``parse_progress_json`` reads trainmedic's JSONL progress protocol (one object per line).
 """
 
@@ -63,6 +72,86 @@ _PLAIN = re.compile(
 )
 _PLAIN_LOSS = re.compile(r"\bloss\b\s*[:=]?\s*" + _FLOAT, re.I)
 
+# What a line *does* when it names an iteration without having trained it. A word used as a
+# key or inside a name (``ckpt_s=``, ``eval_loss=``, ``lr_scheduler``, ``data_loader``) does
+# not count: the lookarounds reject word characters, ``=`` and a ``.`` before it.
+_NOT_A_STEP = re.compile(
+    r"(?i)(?<![\w.])(?:resum|restor|continu|(?:re)?load|sav(?:e|i)|checkpoint|ckpt|config|"
+    r"args\b|argument|namespace|hparam|hyperparam|setting|scheduler|slurmstepd|srun\b|sbatch|"
+    r"traceback|fail|abort|eval|validat|warn)[a-z]*(?![\w=])"
+    # "skipping step 860", "will skip to", but not Megatron's "number of skipped iterations"
+    r"|(?<![\w.])(?:skip(?:s|ping)?|stop(?:s|ping)?)(?![\w=])"
+    # an error message ("RuntimeError: ... at iteration 880"), wherever the word starts
+    r"|(?:error|exception)(?![\w=])"
+    # a config echo with a dotted leader (Megatron's "  train_iters ........ 1000")
+    r"|\s\.{4,}\s"
+)
+_KV_KIND = re.compile(r"(?<![\w.])(?:event|evt|type|kind|phase|stage|action|what)=([\w.-]+)")
+STEP_KINDS = frozenset(
+    {"step", "steps", "train", "training", "train_step", "iter", "iteration", "progress"}
+    | {"log", "metrics", "stats", "update", "batch"}
+)
+"""Values of a ``key=value`` line's kind field (``event=step``) that mean a training step."""
+
+
+def _may_not_be_a_step(lowered: str) -> bool:
+    """Whether ``lowered`` holds a substring every line ``_NOT_A_STEP`` or ``_KV_KIND`` matches
+    holds (a "skip" or "stop" ending a line aside). Most lines hold none, and a chain of
+    ``in`` tests is far cheaper than the regular expressions (or ``any()``); Megatron's step
+    lines say "skipped", DeepSpeed's "skipped=": neither is a stem."""
+    return (
+        "resum" in lowered
+        or "restor" in lowered
+        or "continu" in lowered
+        or "load" in lowered
+        or "sav" in lowered
+        or "checkpoint" in lowered
+        or "ckpt" in lowered
+        or "config" in lowered
+        or "arg" in lowered
+        or "namespace" in lowered
+        or "hparam" in lowered
+        or "hyperparam" in lowered
+        or "setting" in lowered
+        or "scheduler" in lowered
+        or "slurmstepd" in lowered
+        or "srun" in lowered
+        or "sbatch" in lowered
+        or "skip " in lowered
+        or "skipping" in lowered
+        or "stop " in lowered
+        or "stopping" in lowered
+        or "traceback" in lowered
+        or "fail" in lowered
+        or "abort" in lowered
+        or "eval" in lowered
+        or "validat" in lowered
+        or "warn" in lowered
+        or "error" in lowered
+        or "exception" in lowered
+        or "...." in lowered
+        or "event=" in lowered
+        or "evt=" in lowered
+        or "type=" in lowered
+        or "kind=" in lowered
+        or "phase=" in lowered
+        or "stage=" in lowered
+        or "action=" in lowered
+        or "what=" in lowered
+    )
+
+
+def is_not_a_step(body: str) -> bool:
+    """True when a line that names an iteration is no step of training (see module doc)."""
+    lowered = body.lower()
+    if not _may_not_be_a_step(lowered):
+        return False
+    kind = _KV_KIND.search(body)
+    if kind is not None and kind.group(1).lower() not in STEP_KINDS:
+        return True
+    return _NOT_A_STEP.search(body) is not None
+
+
 _TRAINER_KEYS = {
     "loss": "loss",
     "step_s": "step_time",
@@ -95,6 +184,8 @@ def _clock(text: str) -> float | None:
 def parse_progress(body: str) -> ProgressLine | None:
     """The progress a line reports, or ``None`` when it reports none."""
     m = _TRAINER.search(body)
+    if m and is_not_a_step(body):
+        return None
     if m:
         fields: dict[str, float | None] = {}
         for key, value in _KV.findall(body):
@@ -109,7 +200,7 @@ def parse_progress(body: str) -> ProgressLine | None:
     if "{'" in body:
         return _hf_dict(body)
     m = _PLAIN.search(body)
-    if m:
+    if m and not is_not_a_step(body):
         lm = _PLAIN_LOSS.search(body, m.end())
         return ProgressLine(iteration=int(m.group(1)), loss=_num(lm.group(1)) if lm else None)
     return None

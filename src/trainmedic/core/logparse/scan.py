@@ -9,15 +9,20 @@ parsers (``structured.py``: ibstat, nvidia-smi, dcgmi, Slurm and Kubernetes tabl
 event log), the collector of unexplained failure evidence (``evidence.py``), the time
 structure (``timeline.py``) and what the ranks say about their collectives (``collective.py``).
 Kernel-evidence rules and the event collector live in ``collect.py``.
+
+``LineScanner`` is the same scan fed a line at a time (the live engine feeds it what a job
+log grows by) and split into attempts at the workload's restart lines (``attempts.py``).
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from trainmedic.core.logparse.attempts import AttemptSplitter, announcing_rank, is_restart_line
 from trainmedic.core.logparse.collect import Collector, ScanLimits
 from trainmedic.core.logparse.collective import CollectiveTrace, CollectiveTracker
 from trainmedic.core.logparse.elastic import ChildFailure, ChildFailureTracker
@@ -32,7 +37,7 @@ from trainmedic.core.logparse.tracker import ProgressTracker
 from trainmedic.core.model import Event
 from trainmedic.core.signatures.matcher import Matcher, default_matcher, line_shape
 
-__all__ = ["FileScan", "ScanLimits", "scan_lines"]
+__all__ = ["FileScan", "LineScanner", "ScanLimits", "scan_lines"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]")
 _RANK_LEAD = re.compile(r"\[rank(\d{1,6})\]:")
@@ -71,6 +76,10 @@ class FileScan:
     evidence_count: int = 0
     timeline: Timeline = field(default_factory=Timeline)
     collectives: CollectiveTrace = field(default_factory=CollectiveTrace)
+    # The kept attempt starts after this line (0: the file's first line); its restart line's
+    # own timestamp, when it has one (files without restart lines are aligned on it).
+    attempt_line: int = 0
+    attempt_started: float | None = None
 
 
 IGNORED_MARK = "Exception ignored in"
@@ -104,67 +113,128 @@ def _is_wrap(prev: str, text: str, widths: dict[int, int]) -> bool:
         return False
     if not (prev[-1].isalnum() and text[0].isalnum()):
         return False
+    if text[4:5] == "-" and text[:4].isdigit():
+        return False  # an ISO date ("2026-11-29T..."): a line of its own, never a cut
     return parse_prefix(text).body_start == 0
 
 
-def scan_lines(
-    raw_lines: Iterable[bytes],
-    path: str,
-    node_hint: str | None = None,
-    limits: ScanLimits | None = None,
-    matcher: Matcher | None = None,
-) -> FileScan:
-    limits = limits or ScanLimits()
-    matcher = matcher or default_matcher()
-    match = matcher.match
-    out = Collector(path, node_hint, limits, matcher)
-    structured = StructuredScan()
-    evidence = EvidenceCollector(path)
-    timeline = TimelineTracker()
-    collectives = CollectiveTracker()
-    shapes: dict[bytes, int] = {}  # line shape -> which trackers want such lines
-    ring: deque[tuple[int, str]] = deque(maxlen=limits.window_before)
-    tracebacks = TracebackTracker()
-    failures = ChildFailureTracker()
-    failure_lines = 0  # lines left in which torchrun's table may continue
-    child: list[ChildFailure] = []
-    year: int | None = None
-    progress = ProgressTracker()
-    widths: dict[int, int] = {}
-    prev = ""
-    ignoring = False  # inside a traceback that follows "Exception ignored in: ..."
-    line_no = 0
-    for raw in raw_lines:
-        line_no += 1
+class LineScanner:
+    """The scan of one file, fed a line at a time: ``scan_lines`` for a whole file, the live
+    engine for the lines a job log grows by. ``result()`` may be called at any time.
+
+    A line that announces a restart of the workload (``attempts.is_restart_line``) begins a
+    new attempt: what the scanner kept of the earlier one (events, windows, progress, the
+    failure table, ranks, unexplained evidence, structured blocks, time structure and
+    collectives) is dropped, so a log that spans attempts is judged on its last.
+    ``kernel_lines=False`` (the live service's job logs) never takes a line for kernel
+    evidence, whatever it looks like: only a node's own kernel-log source is trusted there.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        node_hint: str | None = None,
+        limits: ScanLimits | None = None,
+        matcher: Matcher | None = None,
+        *,
+        kernel_lines: bool = True,
+    ) -> None:
+        self.path, self.node_hint = path, node_hint
+        self.limits = limits or ScanLimits()
+        self.matcher = matcher or default_matcher()
+        self._match = self.matcher.match
+        self._window_chars = self.limits.window_chars
+        self.kernel_lines = kernel_lines
+        self.line_no = 0
+        self.year: int | None = None
+        self._widths: dict[int, int] = {}
+        self._prev = ""
+        self._shapes: dict[bytes, int] = {}  # line shape -> which trackers want such lines
+        self._splitter = AttemptSplitter()
+        self._new_attempt(None)
+
+    def _new_attempt(self, started: float | None) -> None:
+        self.out = Collector(self.path, self.node_hint, self.limits, self.matcher)
+        if not self.kernel_lines:
+            self.out.kernel_file = False
+            self.out.kernel_prefixes = False
+        self._ring: deque[tuple[int, str]] = deque(maxlen=self.limits.window_before)
+        self._tracebacks = TracebackTracker()
+        self._failures = ChildFailureTracker()
+        self._failure_lines = 0  # lines left in which torchrun's table may continue
+        self._child: list[ChildFailure] = []
+        self._progress = ProgressTracker()
+        self._structured = StructuredScan()
+        self._evidence = EvidenceCollector(self.path)
+        self._timeline = TimelineTracker()
+        self._collectives = CollectiveTracker()
+        self._ignoring = False  # inside a traceback that follows "Exception ignored in: ..."
+        self.attempt_line = self.line_no  # the line the current attempt starts after
+        self.attempt_started = started  # the restart line's own timestamp, when it has one
+
+    @property
+    def steps(self) -> int:
+        """Training steps this attempt's lines reported so far."""
+        return self._progress.reports
+
+    def feed_raw(self, raw: bytes) -> tuple[Event, ...]:
         text = raw.decode("utf-8", "replace").rstrip("\r\n")
+        return self.feed(text, raw=raw)
+
+    def feed(
+        self, text: str, line_no: int | None = None, *, raw: bytes | None = None
+    ) -> tuple[Event, ...]:
+        """Scan one line (``line_no``: its number in the file, else the next; ``raw``: its
+        bytes, when the caller has them); the events found on it (a wrapped line's join
+        included)."""
+        self.line_no = line_no = self.line_no + 1 if line_no is None else line_no
         if "\x00" in text:
             text = text.replace("\x00", "")
         if "\x1b" in text:
             text = _ANSI.sub("", text)
+        # A line reporting a loss is a step, not a restart: most lines skip the check.
+        if "loss" not in text and is_restart_line(text):
+            prefix = parse_prefix(text, self.year or REFERENCE_YEAR)
+            rank = announcing_rank(text, prefix.rank)
+            if self._splitter.boundary(rank, self._progress.reports):
+                self.line_no = line_no - 1
+                self._new_attempt(prefix.timestamp)
+                self.line_no = line_no
+        out, progress, widths = self.out, self._progress, self._widths
+        structured = self._structured
         shape = line_shape(text) if len(text) <= _SHAPE_MAX else b""
-        kinds = shapes.get(shape) if shape else None
+        kinds = self._shapes.get(shape) if shape else None
         if kinds is None:
-            kinds = _kinds(raw, text, structured)
-            if shape and len(shapes) < _SHAPES:
-                shapes[shape] = kinds
+            kinds = _kinds(
+                text.encode("utf-8", "replace") if raw is None else raw, text, structured
+            )
+            if shape and len(self._shapes) < _SHAPES:
+                self._shapes[shape] = kinds
         if out.pending:
             out.neighbour(line_no, text)
         frames = ""
         ignored = False  # the exception line of a traceback Python says it ignored
+        tracebacks = self._tracebacks
         if TRACEBACK_START in text or tracebacks.active:
             if TRACEBACK_START in text:
-                ignoring = IGNORED_MARK in prev
+                self._ignoring = IGNORED_MARK in self._prev
             unit = tracebacks.feed(line_no, text[parse_prefix(text).body_start :])
             if unit is not None:
                 frames = unit.frames_text()
-                ignored, ignoring = ignoring, False
-        if failure_lines > 0 or "exitcode" in text or "Root Cause" in text or "Failures:" in text:
-            failure_lines = 40 if "Failures:" in text or "Root Cause" in text else failure_lines - 1
-            entry = failures.feed(line_no, text[parse_prefix(text).body_start :])
+                ignored, self._ignoring = self._ignoring, False
+        if (
+            self._failure_lines > 0
+            or "exitcode" in text
+            or "Root Cause" in text
+            or "Failures:" in text
+        ):
+            table = "Failures:" in text or "Root Cause" in text
+            self._failure_lines = 40 if table else self._failure_lines - 1
+            entry = self._failures.feed(line_no, text[parse_prefix(text).body_start :])
             if entry is not None:
-                child.append(entry)
-        if year is None and line_no <= 500:
-            year = full_date_year(text)
+                self._child.append(entry)
+        if self.year is None and line_no <= 500:
+            self.year = full_date_year(text)
         if not tracebacks.active:  # frames ("train_step(...)") are never progress
             progress.observe(line_no, text)
         if text[:5] == "[rank":  # a rank that only prints ordinary lines is still alive
@@ -175,6 +245,9 @@ def scan_lines(
         if width >= WRAP_MIN:
             widths[width] = widths.get(width, 0) + 1
         out.reports_now = progress.reports
+        prev, year = self._prev, self.year or REFERENCE_YEAR
+        found = len(out.events)
+        evidence_seen = self._evidence.count
         if (
             len(prev) >= WRAP_MIN
             and text[:1].isalnum()
@@ -182,49 +255,79 @@ def scan_lines(
             and _is_wrap(prev, text, widths)
         ):
             joined = prev + text
-            hits = match(_view(joined))
+            hits = self._match(_view(joined))
             if hits:
                 out.drop_line(line_no - 1)
-                before = list(ring)[:-1]
-                out.add(hits, line_no - 1, joined, year or REFERENCE_YEAR, before, frames)
+                found = min(found, len(out.events))
+                before = list(self._ring)[:-1]
+                out.add(hits, line_no - 1, joined, year, before, frames)
         else:
-            hits = () if ignored else match(text, shape) if shape else match(_view(text))
+            hits = (
+                () if ignored else self._match(text, shape) if shape else self._match(_view(text))
+            )
             if hits:
-                out.add(hits, line_no, text, year or REFERENCE_YEAR, list(ring), frames)
+                out.add(hits, line_no, text, year, list(self._ring), frames)
             elif kinds & _EVIDENCE and not tracebacks.active and not ignored:
                 start = parse_prefix(text).body_start
-                evidence.feed(line_no, text[start:], progress.reports, text[:start])
+                self._evidence.feed(line_no, text[start:], progress.reports, text[:start])
         if kinds & _STRUCTURED or structured.live:
-            found = structured.feed(line_no, text, bool(kinds & _STRUCTURED))
-            if found:
-                out.add_findings(found, line_no, text, year or REFERENCE_YEAR, list(ring))
+            findings = structured.feed(line_no, text, bool(kinds & _STRUCTURED))
+            if findings:
+                out.add_findings(findings, line_no, text, year, list(self._ring))
         if kinds & (_PROGRESS | _TIMELINE) and not tracebacks.active:
             if kinds & _PROGRESS:
-                timeline.candidate(line_no, text)
+                self._timeline.candidate(line_no, text)
             if kinds & _TIMELINE:
-                timeline.observe(line_no, text)
+                self._timeline.observe(line_no, text)
         if kinds & _COLLECTIVE:
-            collectives.observe(line_no, text)
-        ring.append((line_no, text[: limits.window_chars]))
-        prev = text
-    tail = failures.close()
-    if tail is not None:
-        child.append(tail)
-    neighbours, windows = out.windows()
-    total = progress.reports
-    return FileScan(
-        path=path,
-        lines=line_no,
-        events=tuple(out.events),
-        neighbours=neighbours,
-        windows=windows,
-        progress=progress.summary(),
-        child_failures=tuple(child),
-        ranks_seen=frozenset(out.ranks),
-        progress_after={e: total - at for e, at in zip(out.events, out.reports_at, strict=True)},
-        year=year,
-        evidence=evidence.lines(total),
-        evidence_count=evidence.count,
-        timeline=timeline.timeline(line_no, path),
-        collectives=collectives.trace(),
-    )
+            self._collectives.observe(line_no, text)
+        if len(out.events) != found or self._evidence.count != evidence_seen:
+            progress.screen = True  # steps now count towards "training went on past it"
+        self._ring.append((line_no, text[: self._window_chars]))
+        self._prev = text
+        return tuple(out.events[found:]) if len(out.events) != found else ()
+
+    def result(self) -> FileScan:
+        """What the current attempt's lines say so far (the scanner can go on)."""
+        out = self.out
+        child = list(self._child)
+        tail = copy.copy(self._failures).close()  # a table still being printed counts
+        if tail is not None:
+            child.append(tail)
+        neighbours, windows = out.windows()
+        total = self._progress.reports
+        return FileScan(
+            path=self.path,
+            lines=self.line_no,
+            events=tuple(out.events),
+            neighbours=neighbours,
+            windows=windows,
+            progress=self._progress.summary(),
+            child_failures=tuple(child),
+            ranks_seen=frozenset(out.ranks),
+            progress_after={
+                e: total - at for e, at in zip(out.events, out.reports_at, strict=True)
+            },
+            year=self.year,
+            evidence=self._evidence.lines(total),
+            evidence_count=self._evidence.count,
+            timeline=self._timeline.timeline(self.line_no, self.path),
+            collectives=self._collectives.trace(),
+            attempt_line=self.attempt_line,
+            attempt_started=self.attempt_started,
+        )
+
+
+def scan_lines(
+    raw_lines: Iterable[bytes],
+    path: str,
+    node_hint: str | None = None,
+    limits: ScanLimits | None = None,
+    matcher: Matcher | None = None,
+) -> FileScan:
+    """Scan a whole file (its raw lines, in order)."""
+    scanner = LineScanner(path, node_hint, limits, matcher)
+    feed = scanner.feed
+    for raw in raw_lines:
+        feed(raw.decode("utf-8", "replace").rstrip("\r\n"), raw=raw)
+    return scanner.result()

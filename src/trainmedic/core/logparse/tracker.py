@@ -1,7 +1,9 @@
 """Per-line progress bookkeeping for the streaming scan: cheap on every line, parsing few.
 
-A line is a progress *candidate* when a substring test says so; only the first candidate (to
-know training started) and the last few (for the summary) are parsed. Checkpoint lines and
+A line is a progress *candidate* when a substring test says so and it is not a line that only
+names an iteration (a resume, checkpoint, config echo or error: ``progress.is_not_a_step``);
+only the first candidate (to know training started) and the last few (for the summary) are
+parsed. Checkpoint lines and
 the distributed-init markers ("All distributed processes registered", NCCL "Init COMPLETE")
 are noted on the way.
 """
@@ -12,8 +14,31 @@ from collections import deque
 
 from trainmedic.core.logparse.checkpoint import parse_checkpoint
 from trainmedic.core.logparse.prefix import parse_prefix
-from trainmedic.core.logparse.progress import ProgressLine, parse_progress
+from trainmedic.core.logparse.progress import ProgressLine, is_not_a_step, parse_progress
 from trainmedic.core.logparse.summary import ProgressSummary
+
+
+def _not_a_step(text: str) -> bool:
+    """A progress candidate that is none of the steps it names (resume, checkpoint, config
+    echo, an error naming its iteration, slurmstepd's "STEP 1.0"). Checked on every
+    candidate line, so a few substring tests (the kinds seen most around failures) come
+    before ``is_not_a_step``, which sees the message without its prefix (whose level word,
+    "WARNING" or "W1201", says nothing about the message)."""
+    if "rror" in text or "xception" in text:
+        return is_not_a_step(text[parse_prefix(text).body_start :])
+    if "loss" in text:
+        return False  # a step reporting its loss: the common candidate, two tests only
+    if not (
+        "esum" in text
+        or "estor" in text
+        or "heckpoint" in text
+        or "ckpt" in text
+        or "onfig" in text
+        or "slurmstepd" in text
+        or "event=" in text
+    ):
+        return False
+    return is_not_a_step(text[parse_prefix(text).body_start :])
 
 
 class ProgressTracker:
@@ -30,11 +55,17 @@ class ProgressTracker:
         "nccl_seen",
         "nccl_warn_seen",
         "reports",
+        "screen",
     )
 
     def __init__(self) -> None:
         self.first: ProgressLine | None = None
         self.reports = 0
+        # Whether candidates are screened for lines that only name an iteration. The count
+        # matters after an event (did training go on past it?); before any, only whether a
+        # first step was parsed does, and that parse screens already: the scan turns it on
+        # at its first event, so a healthy log pays nothing.
+        self.screen = False
         self.last_candidates: deque[str] = deque(maxlen=4)
         self.checkpoint: int | None = None
         self.init_line: int | None = None
@@ -47,14 +78,22 @@ class ProgressTracker:
     def observe(self, line_no: int, text: str) -> None:
         # Chained ``in`` tests: the cheapest way CPython has to reject the common line.
         if "iter" in text or "step" in text or "Iter" in text or "Step" in text or "%|" in text:
-            if self.first is None:
+            if self.screen and "%|" not in text and _not_a_step(text):
+                pass  # a resume, checkpoint, config echo or error naming an iteration
+            elif self.first is None:
                 parsed = parse_progress(text[parse_prefix(text).body_start :])
                 if parsed is not None:
                     self.first, self.reports = parsed, 1
             else:
                 self.reports += 1
                 self.last_candidates.append(text)
-        if "heckpoint" in text or "global_step" in text or "aving model" in text:
+        if (
+            "heckpoint" in text
+            or "global_step" in text
+            or "aving model" in text
+            or "ckpt" in text
+            or "event=save" in text
+        ):
             self._checkpoint(text)
         if self.init_line is not None and self.after_init <= 3 and text.strip():
             self.after_init += 1

@@ -1,0 +1,92 @@
+"""Where a new attempt of a job begins in its log, without trainmedic's banner.
+
+A job log that spans attempts (Slurm ``--open-mode=append``, torchrun restarting its workers)
+holds the earlier attempts' failures above the current attempt's lines. What the workload
+itself prints when it (re)starts marks the boundary:
+
+* trainmedic's own banner (``trainer start attempt=2``, the local backend's header);
+* a resume or restore announcement: ``event=resume ckpt=... iter=860``, "Resuming from
+  checkpoint at step 860", "Restored all states from the checkpoint", Megatron's "loading
+  checkpoint from ... at iteration 860", HF's "Continuing training from checkpoint";
+* torchrun's elastic agent restarting its workers ("... will restart worker group") or
+  starting (its ``OMP_NUM_THREADS`` notice, printed once per launch on stderr).
+
+Every rank prints its own announcement, and one rank may fail before another has printed
+its own: ``AttemptSplitter`` treats the announcements of one start-up as one boundary. A new
+attempt begins at an announcement only when training progressed since the last boundary, or
+when the announcing rank already announced since it (a rank announces once per start).
+
+Pure and cheap on the common line: a few substring tests before any regular expression.
+"""
+
+from __future__ import annotations
+
+import re
+
+# The attempt banner the example trainer and the local backend print at every (re)start
+# ("trainer start attempt=2 ...", "==== <time> trainmedic-local job=7 attempt=2 ...").
+ATTEMPT_BANNER = re.compile(r"(?:trainer start|trainmedic\S*(?: job=\S+)?) attempt=(\d+)")
+
+_RESTART = re.compile(
+    r"(?i)(?<![\w.])(?:event|evt|type|kind|phase|stage|action|what)="
+    r"(?:resume|resumed|resuming|restore|restored|restart|restarted|load_checkpoint|ckpt_load)"
+    r"(?![\w-])"
+    r"|\b(?:resum(?:e|ed|ing)|restor(?:e|ed|ing))\b.{0,80}?"
+    r"\b(?:checkpoint|ckpt|states?|iteration|iter|step|epoch)\b"
+    r"|\bload(?:ing|ed)\b.{0,40}?\bcheckpoint\b.{0,300}?\bat iteration\s+\d+"
+    r"|\bContinuing training from checkpoint"
+    r"|\bwill restart worker group|\bRestarting worker group"
+    r"|Setting OMP_NUM_THREADS environment variable for each process"
+)
+_RANK_KV = re.compile(r"(?<![\w.])rank[=:]\s?(\d{1,6})\b")
+
+
+def is_restart_line(body: str) -> bool:
+    """Whether a line announces that the workload (re)starts: see the module doc."""
+    if not (
+        "esum" in body
+        or "estor" in body
+        or "ESUM" in body
+        or "ESTOR" in body
+        or "oading" in body
+        or "oaded" in body
+        or "ontinuing" in body
+        or "estart" in body
+        or "OMP_NUM_THREADS" in body
+        or "attempt=" in body
+    ):
+        return False  # the common line: a chain of ``in`` tests, the cheapest rejection
+    if "%|" in body:
+        return False  # a progress bar ("Loading checkpoint shards: 40%|") loads, not resumes
+    return ATTEMPT_BANNER.search(body) is not None or _RESTART.search(body) is not None
+
+
+def announcing_rank(text: str, prefix_rank: int | None) -> int | None:
+    """The rank that printed a restart line: its prefix's, else a ``rank=N`` field."""
+    if prefix_rank is not None:
+        return prefix_rank
+    m = _RANK_KV.search(text)
+    return int(m.group(1)) if m else None
+
+
+class AttemptSplitter:
+    """Feeds on a file's lines in order; ``boundary`` says when a new attempt begins."""
+
+    __slots__ = ("_announced", "_progress_at_start", "attempts")
+
+    def __init__(self) -> None:
+        self._announced: set[int | None] = set()
+        self._progress_at_start = 0
+        self.attempts = 0  # boundaries seen (the first attempt of a log has none)
+
+    def boundary(self, rank: int | None, progress_reports: int) -> bool:
+        """A restart line of ``rank`` arrives, ``progress_reports`` steps into the file:
+        whether it starts a new attempt (True) or belongs to the start-up already seen."""
+        trained = progress_reports > self._progress_at_start
+        if self.attempts and not trained and rank not in self._announced:
+            self._announced.add(rank)
+            return False
+        self._announced = {rank}
+        self._progress_at_start = progress_reports
+        self.attempts += 1
+        return True

@@ -1,0 +1,1 @@
+"""Workloads written as another author would: trainers the service was not written for."""
