@@ -17,6 +17,9 @@ import os
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from trainmedic.core.badinput import BAD_INPUT, BadInput
+from trainmedic.sources.lines import NotRegularFile, open_regular
+
 DEFAULT_MAX_LINE_BYTES = 64 * 1024
 DEFAULT_MAX_READ_BYTES = 8 * 1024 * 1024  # per poll: a huge backlog is read over several polls
 TRUNCATED_MARK = " [...truncated]"
@@ -99,8 +102,10 @@ class LogFollower:
 
     def _open(self, size: int) -> bool:
         try:
-            handle = open(self.path, "rb")  # noqa: SIM115 - kept open across polls
+            handle = open_regular(self.path)  # a FIFO or /dev/zero would stall the loop
         except OSError as exc:
+            if isinstance(exc, NotRegularFile) and not self._missing:
+                BAD_INPUT.count(BadInput.NOT_REGULAR_FILE)
             self._mark_missing(f"{self.path}: {exc.strerror or exc}")
             return False
         st = os.fstat(handle.fileno())
@@ -172,6 +177,7 @@ class LogFollower:
         text = self._partial.decode("utf-8", errors="replace").rstrip("\r")
         if self._overlong and len(self._partial) >= self._max_line:
             text += TRUNCATED_MARK
+            BAD_INPUT.count(BadInput.LONG_LINE)
         self._line_no += 1
         out.append(FollowedLine(self._line_no, text))
         self._partial.clear()

@@ -103,9 +103,7 @@ def _expand_one(part: str, expr: str, budget: int) -> list[str]:
         size *= _range_size(items)  # the product of the brackets, computed before expanding
         if size > budget:
             BAD_INPUT.count(BadInput.HOSTLIST)
-            raise HostlistError(
-                f"invalid hostlist {_short(expr)}: more than {MAX_HOSTS} names"
-            )
+            raise HostlistError(f"invalid hostlist {_short(expr)}: more than {MAX_HOSTS} names")
         pieces.append((rest[:open_at], items))
         rest = rest[close_at + 1 :]
     names = [""]

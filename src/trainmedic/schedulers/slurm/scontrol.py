@@ -41,8 +41,8 @@ FREE_TEXT_KEYS = frozenset(
 )
 # Printed for every job (node) by 22.05: a record without one of them was split at a fake
 # key (a job name "x Comment=y" would swallow every field up to the real comment).
-REQUIRED_JOB_KEYS = ("JobId", "JobName", "UserId", "JobState", "Restarts", "Partition")
-REQUIRED_JOB_KEYS += ("NodeList", "NumNodes")
+REQUIRED_JOB_KEYS: tuple[str, ...] = ("JobId", "JobName", "UserId", "JobState", "Restarts")
+REQUIRED_JOB_KEYS += ("Partition", "NodeList", "NumNodes")
 REQUIRED_NODE_KEYS = ("NodeName", "State")
 MAX_RECORD_CHARS = 1 << 20
 """A longer ``scontrol -o`` line (a megabyte of comment) is refused, not parsed."""
