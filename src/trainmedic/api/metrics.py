@@ -22,7 +22,13 @@ trainmedic_drains_total                     counter    node drains recorded in n
 trainmedic_advice{status,action}            gauge      advice rows by status and action
 trainmedic_job_goodput_ratio{job_id}        gauge      see ``job_goodput``
 trainmedic_jobs_watched                     gauge      registered jobs
+trainmedic_bad_input_total{kind}            counter    records, lines or files refused or
+                                                       skipped by this process (see
+                                                       ``trainmedic.core.badinput``)
 ==========================================  =========  ========================================
+
+The bad-input counts are the one exception to "computed from the store": they are the
+process's own tally, so they restart at 0 with the process (a Prometheus counter reset).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from trainmedic.core.badinput import BAD_INPUT, BadInputTally
 from trainmedic.core.goodput import goodput
 from trainmedic.core.model import Action
 from trainmedic.core.states import JobState
@@ -220,8 +227,26 @@ class StoreCollector(Collector):
         yield from job_families(store.list_jobs(), store.list_attempts(), self._now())
 
 
+class BadInputCollector(Collector):
+    """``trainmedic_bad_input_total{kind}`` from the process's bad-input tally."""
+
+    def __init__(self, tally: BadInputTally = BAD_INPUT) -> None:
+        self._tally = tally
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "trainmedic_bad_input",
+            "Records, lines or files refused or skipped as bad input, by kind",
+            labels=["kind"],
+        )
+        for kind, count in self._tally.snapshot().items():
+            family.add_metric([kind.value], count)
+        yield family
+
+
 def make_registry(store: Store, now: Callable[[], float] = time.time) -> CollectorRegistry:
-    """A fresh registry holding only trainmedic's store collector."""
+    """A fresh registry holding trainmedic's store and bad-input collectors."""
     registry = CollectorRegistry(auto_describe=True)
     registry.register(StoreCollector(store, now))
+    registry.register(BadInputCollector())
     return registry
