@@ -19,11 +19,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from trainmedic.api.app import create_app
-    from trainmedic.api.server import ApiServer
+    from trainmedic.api.server import ApiServer, exposure_warnings
     from trainmedic.service.config import default_config, load_config
     from trainmedic.service.loop import Service
     from trainmedic.service.wiring import build_adapter, kernel_logs_of
-    from trainmedic.store import Store
+    from trainmedic.store import Store, redact_url
 
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
@@ -49,15 +49,19 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, _stop)
     api = None
     if not args.no_api:
+        for warning in exposure_warnings(config):
+            logging.getLogger("trainmedic.serve").warning("%s", warning)
         api = ApiServer(
             create_app(store, config),
             host=config.service.api_host,
             port=config.service.api_port,
+            ssl_certfile=config.api.tls_certfile,
+            ssl_keyfile=config.api.tls_keyfile,
         )
         api.start()
     print(
         f"trainmedic serve: mode={config.service.mode} scheduler={adapter.name} "
-        f"db={config.service.db_url}" + (f" api={api.url}" if api else ""),
+        f"db={redact_url(config.service.db_url)}" + (f" api={api.url}" if api else ""),
         flush=True,
     )
     try:

@@ -10,7 +10,7 @@ Importing this package imports SQLAlchemy: keep it out of anything ``analyze`` i
 
 from __future__ import annotations
 
-from trainmedic.store.base import InvalidTransition, NotFound, normalise_url
+from trainmedic.store.base import InvalidTransition, NotFound, normalise_url, redact_url
 from trainmedic.store.decisions import DecisionsRepository, StoredDecision
 from trainmedic.store.jobs import JobsRepository
 from trainmedic.store.nodes import NodesRepository
@@ -53,5 +53,6 @@ __all__ = [
     "Store",
     "StoredDecision",
     "normalise_url",
+    "redact_url",
     "sqlite_url",
 ]

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from trainmedic.core.policy.config import PolicyConfig, RetryBudgets
 from trainmedic.service.config.loader import (
+    READ_TOKEN_ENV,
     STATE_DIR_ENV,
     TOKEN_ENV,
     apply_policy_overrides,
@@ -38,6 +39,7 @@ from trainmedic.service.config.loader import (
     load_config,
 )
 from trainmedic.service.config.sections import (
+    ApiConfig,
     Config,
     LocalConfig,
     SchedulerConfig,
@@ -47,8 +49,10 @@ from trainmedic.service.config.sections import (
 )
 
 __all__ = [
+    "READ_TOKEN_ENV",
     "STATE_DIR_ENV",
     "TOKEN_ENV",
+    "ApiConfig",
     "Config",
     "LocalConfig",
     "PolicyConfig",
