@@ -24,7 +24,9 @@ from trainmedic.core.tomlschema import build
 from trainmedic.service.config import ApiConfig, Config, default_config, load_config
 from trainmedic.store import Store, sqlite_url
 
-FUZZ = settings(max_examples=150, deadline=3000, suppress_health_check=[HealthCheck.too_slow])
+# More with TRAINMEDIC_FUZZ_EXAMPLES=2000 (the default keeps the unit suite quick).
+EXAMPLES = int(os.environ.get("TRAINMEDIC_FUZZ_EXAMPLES", "100"))
+FUZZ = settings(max_examples=EXAMPLES, deadline=3000, suppress_health_check=[HealthCheck.too_slow])
 
 SECTIONS = ["service", "watch", "policy", "detect", "scheduler", "scheduler.slurm", "api", "x"]
 

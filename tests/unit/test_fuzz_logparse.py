@@ -9,6 +9,7 @@ keywords, long digit runs, brackets, odd characters), so the search reaches the 
 from __future__ import annotations
 
 import json
+import os
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,7 +21,9 @@ from trainmedic.core.logparse.progress import parse_progress, parse_progress_jso
 from trainmedic.core.logparse.traceback import TracebackTracker
 from trainmedic.core.signatures.matcher import default_matcher
 
-FUZZ = settings(max_examples=200, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+# More with TRAINMEDIC_FUZZ_EXAMPLES=2000 (the default keeps the unit suite quick).
+EXAMPLES = int(os.environ.get("TRAINMEDIC_FUZZ_EXAMPLES", "100"))
+FUZZ = settings(max_examples=EXAMPLES, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
 LIMIT = 10**18
 
 FRAGMENTS = [

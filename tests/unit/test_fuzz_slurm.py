@@ -10,6 +10,7 @@ documented exceptions escape."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -30,8 +31,11 @@ from trainmedic.service.config import default_config
 from trainmedic.service.config.sections import WatchConfig
 from trainmedic.service.discovery import discover
 
-FUZZ = settings(max_examples=200, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
-FUZZ_JSON = settings(FUZZ, max_examples=80)  # nested JSON records are slow to generate
+# More with TRAINMEDIC_FUZZ_EXAMPLES=2000 (the default keeps the unit suite quick).
+EXAMPLES = int(os.environ.get("TRAINMEDIC_FUZZ_EXAMPLES", "100"))
+FUZZ = settings(max_examples=EXAMPLES, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+# Nested JSON records are slow to generate: half as many.
+FUZZ_JSON = settings(FUZZ, max_examples=max(10, EXAMPLES // 2))
 DATA = Path(__file__).parent.parent / "data" / "slurm"
 RUNNING = (DATA / "scontrol_show_job_running.txt").read_text().strip()
 
