@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,13 +18,14 @@ from trainmedic.api import create_app
 from trainmedic.api.server import ApiServer
 from trainmedic.core.model import Action, Advice, Category, Event, Implicated, Kind, Role, Verdict
 from trainmedic.service.config import default_config
-from trainmedic.service.config.sections import ServiceConfig
 from trainmedic.store import AdviceMode, AdviceStatus, CheckpointSeen, Store, sqlite_url
 
 pytestmark = pytest.mark.slow
 
 TOKEN = "test-token-123"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+READER = "reader-456"
+READ = {"Authorization": f"Bearer {READER}"}  # reads need the read token (or the write one)
 NOW = 1000.0
 XID = Event(
     "xid79",
@@ -126,7 +128,10 @@ def live(tmp_path: Path) -> Iterator[Live]:
     url = sqlite_url(str(tmp_path / "tm.db"))
     base = default_config({"HOME": str(tmp_path)})
     config = dataclasses.replace(
-        base, service=dataclasses.replace(base.service, api_token=TOKEN, db_url=url)
+        base,
+        service=dataclasses.replace(
+            base.service, api_token=TOKEN, api_read_token=READER, db_url=url
+        ),
     )
     store = Store(url)
     advice_id = populate(store)
@@ -135,7 +140,7 @@ def live(tmp_path: Path) -> Iterator[Live]:
 
 
 def test_job_accounting(live: Live) -> None:
-    body = httpx.get(f"{live.url}/jobs/j1/accounting").json()
+    body = httpx.get(f"{live.url}/jobs/j1/accounting", headers=READ).json()
     assert body["wall_s"] == NOW
     assert sum(body["by_part"].values()) == pytest.approx(NOW, abs=0.01)
     crash, hang = body["interruptions"]
@@ -150,22 +155,24 @@ def test_job_accounting(live: Live) -> None:
     assert body["checkpoint_s"] == 4.0 and body["checkpoints_unmeasured"] == 1
     assert 0 < body["goodput"] < 1
     assert "segments" not in body
-    assert httpx.get(f"{live.url}/jobs/j1/accounting?segments=true").json()["segments"]
-    missing = httpx.get(f"{live.url}/jobs/nope/accounting")
+    assert httpx.get(f"{live.url}/jobs/j1/accounting?segments=true", headers=READ).json()[
+        "segments"
+    ]
+    missing = httpx.get(f"{live.url}/jobs/nope/accounting", headers=READ)
     assert missing.status_code == 404 and "nope" in missing.json()["detail"]
 
 
 def test_node_history(live: Live) -> None:
-    node = httpx.get(f"{live.url}/nodes/node2/history").json()
+    node = httpx.get(f"{live.url}/nodes/node2/history", headers=READ).json()
     assert (node["incidents"], node["drains"], node["drained"]) == (1, 1, True)
     assert node["mtbi_s"] is None  # one incident: not measured
     assert len(node["events"]) == 2
-    assert httpx.get(f"{live.url}/nodes/node9/history").status_code == 404
-    assert httpx.get(f"{live.url}/nodes/bad%20name/history").status_code == 422
+    assert httpx.get(f"{live.url}/nodes/node9/history", headers=READ).status_code == 404
+    assert httpx.get(f"{live.url}/nodes/bad%20name/history", headers=READ).status_code == 422
 
 
 def test_cluster_summary_and_feedback_round_trip(live: Live) -> None:
-    summary = httpx.get(f"{live.url}/cluster/summary").json()
+    summary = httpx.get(f"{live.url}/cluster/summary", headers=READ).json()
     assert [a["id"] for a in summary["advice_waiting"]] == [live.monitor_advice]
     assert [i["kind"] for i in summary["open_incidents"]] == ["hang"]
     assert [n["node"] for n in summary["drained_nodes"]] == ["node2"]
@@ -181,16 +188,16 @@ def test_cluster_summary_and_feedback_round_trip(live: Live) -> None:
     )
     created = httpx.post(path, json=answer, headers=AUTH)
     assert created.status_code == 201 and created.json()["agree"] is True
-    assert [f["by"] for f in httpx.get(path).json()] == ["ops"]
-    after = httpx.get(f"{live.url}/cluster/summary").json()
+    assert [f["by"] for f in httpx.get(path, headers=READ).json()] == ["ops"]
+    after = httpx.get(f"{live.url}/cluster/summary", headers=READ).json()
     assert after["advice_waiting"] == []
     (unknown,) = after["scorecard"]["by_category"]
     assert (unknown["key"], unknown["agreement"], unknown["action_match"]) == ("unknown", 1.0, 1.0)
-    assert httpx.get(f"{live.url}/scorecard").json()["answered"] == 1
+    assert httpx.get(f"{live.url}/scorecard", headers=READ).json()["answered"] == 1
 
 
 def test_metrics_expose_downtime_and_badput(live: Live) -> None:
-    text = httpx.get(f"{live.url}/metrics").text
+    text = httpx.get(f"{live.url}/metrics", headers=READ).text
     assert 'trainmedic_job_downtime_seconds{job_id="j1",part="lost_work"}' in text
     assert 'trainmedic_badput_seconds{category="gpu_hardware"}' in text
     assert 'trainmedic_node_incidents{node="node2"} 1.0' in text
@@ -198,22 +205,22 @@ def test_metrics_expose_downtime_and_badput(live: Live) -> None:
 
 
 def test_pages_render_and_the_form_needs_the_write_token(live: Live) -> None:
-    cluster = httpx.get(f"{live.url}/ui")
+    cluster = httpx.get(f"{live.url}/ui", headers=READ)
     assert cluster.status_code == 200 and "Badput by cause" in cluster.text
     assert 'href="/ui/jobs/j1"' in cluster.text and "node2" in cluster.text
-    job = httpx.get(f"{live.url}/ui/jobs/j1").text
+    job = httpx.get(f"{live.url}/ui/jobs/j1", headers=READ).text
     assert "Incident #1: crash / gpu hardware" in job and "NVRM: Xid 79" in job
     assert "the scheduler shows it done" in job and "monitor mode: recorded" in job
-    node = httpx.get(f"{live.url}/ui/nodes/node2").text
+    node = httpx.get(f"{live.url}/ui/nodes/node2", headers=READ).text
     assert "drained" in node and "trainmedic: incident 1" in node
-    assert httpx.get(f"{live.url}/ui/jobs/nope").status_code == 404
-    assert httpx.get(f"{live.url}/ui/static/chart.umd.min.js").status_code == 200
+    assert httpx.get(f"{live.url}/ui/jobs/nope", headers=READ).status_code == 404
+    assert httpx.get(f"{live.url}/ui/static/chart.umd.min.js", headers=READ).status_code == 200
     form = f"{live.url}/ui/advice/{live.monitor_advice}/feedback"
     answer = {"agree": "no", "action_taken": "stop", "note": "", "by": "web"}
-    refused = httpx.post(form, data={**answer, "api_token": "wrong"})
+    refused = httpx.post(form, data={**answer, "api_token": "wrong"}, headers=READ)
     assert refused.status_code == 403 and "write token" in refused.text
     assert live.store.list_feedback() == []
-    done = httpx.post(form, data={**answer, "api_token": TOKEN})
+    done = httpx.post(form, data={**answer, "api_token": TOKEN}, headers=READ)
     assert done.status_code == 303 and "answered=" in done.headers["location"]
     (saved,) = live.store.list_feedback()
     assert (saved.agree, saved.action_taken, saved.by) == (False, "stop", "web")
@@ -225,6 +232,7 @@ def _report(*args: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=60,
+        env={**os.environ, "TRAINMEDIC_API_READ_TOKEN": READER},
     )
 
 
@@ -234,7 +242,7 @@ def test_report_cli_reads_the_api_or_the_store(live: Live, tmp_path: Path) -> No
     assert "gpu_hardware/crash" in job.stdout and "not measured" in job.stdout
     assert "WHERE THE TIME WENT" in job.stdout
     as_json = json.loads(_report("j1", "--url", live.url, "--json").stdout)
-    assert as_json == httpx.get(f"{live.url}/jobs/j1/accounting").json()
+    assert as_json == httpx.get(f"{live.url}/jobs/j1/accounting", headers=READ).json()
     cluster = _report("--cluster", "--db", sqlite_url(str(tmp_path / "tm.db")))
     assert cluster.returncode == 0, cluster.stderr
     assert "BADPUT BY CAUSE" in cluster.stdout and "node2" in cluster.stdout
@@ -246,19 +254,11 @@ def test_report_cli_reads_the_api_or_the_store(live: Live, tmp_path: Path) -> No
     assert neither.returncode == 2
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _ServiceWithReadToken(ServiceConfig):
-    """What the API hardening adds (``service.read_token``): the pages pick it up by name."""
-
-    read_token: str = ""
-
-
 def test_pages_need_the_read_token_once_one_is_configured(tmp_path: Path) -> None:
     url = sqlite_url(str(tmp_path / "tm.db"))
     populate(Store(url))
     base = default_config({"HOME": str(tmp_path)})
-    kept = {f.name: getattr(base.service, f.name) for f in dataclasses.fields(ServiceConfig)}
-    service = _ServiceWithReadToken(**{**kept, "api_token": TOKEN}, read_token="reader")
+    service = dataclasses.replace(base.service, api_token=TOKEN, api_read_token="reader")
     app = create_app(Store(url), dataclasses.replace(base, service=service), now=lambda: NOW)
     with ApiServer(app) as server, httpx.Client(base_url=server.url) as client:
         refused = client.get("/ui/jobs/j1")

@@ -21,6 +21,7 @@ from trainmedic.store import AdviceMode, JobSpec, Store, sqlite_url
 
 pytestmark = pytest.mark.slow
 
+READ_TOKEN = "client-read-token"
 XID = Event("xid79", Category.GPU_HARDWARE, Kind.CRASH, Role.PRIMARY, 3, "NVRM: Xid 79")
 
 
@@ -38,8 +39,15 @@ def api_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     advice = Advice(Action.RESTART_EXCLUDING, "xid79 on node2", ("node2",), ("node2",))
     store.put_advice("j1", 0, advice, mode=AdviceMode.ACTION, now=160.0, incident_id=incident)
     store.put_advice("j2", 0, Advice(Action.STOP, "app error"), mode=AdviceMode.MONITOR, now=1.0)
-    with ApiServer(create_app(store, default_config({"HOME": "/nonexistent"}))) as server:
+    env = {"HOME": "/nonexistent", "TRAINMEDIC_API_READ_TOKEN": READ_TOKEN}
+    with ApiServer(create_app(store, default_config(env))) as server:
         yield server.url
+
+
+@pytest.fixture(autouse=True)
+def _client_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client reads its token from the environment, as a user's shell would give it."""
+    monkeypatch.setenv("TRAINMEDIC_API_READ_TOKEN", READ_TOKEN)
 
 
 def test_status_table_and_one_job(api_url: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -15,14 +16,19 @@ import pytest
 from trainmedic.api import create_app
 from trainmedic.api.server import ApiServer
 from trainmedic.core.model import Action, Advice, Category, Event, Implicated, Kind, Role, Verdict
-from trainmedic.service.config import default_config
+from trainmedic.service.config import ApiConfig, default_config
 from trainmedic.store import AdviceMode, Store, sqlite_url
 
 pytestmark = pytest.mark.slow
 
 TOKEN = "test-token-123"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+READ = {"Authorization": "Bearer read-token-456"}
 XID = Event("xid79", Category.GPU_HARDWARE, Kind.CRASH, Role.PRIMARY, 3, "Xid 79", node="node2")
+
+
+def _read(url: str, **kwargs: Any) -> httpx.Response:
+    return httpx.get(url, headers=READ, **kwargs)
 
 
 @dataclasses.dataclass
@@ -36,7 +42,11 @@ def live(tmp_path: Path) -> Iterator[Live]:
     url = sqlite_url(str(tmp_path / "tm.db"))
     base = default_config({"HOME": str(tmp_path)})
     config = dataclasses.replace(
-        base, service=dataclasses.replace(base.service, api_token=TOKEN, db_url=url)
+        base,
+        service=dataclasses.replace(
+            base.service, api_token=TOKEN, api_read_token="read-token-456", db_url=url
+        ),
+        api=ApiConfig(allowed_roots=("/logs", "/k", "/ckpt")),
     )
     app = create_app(Store(url), config, now=lambda: 1000.0)
     with ApiServer(app) as server:
@@ -44,7 +54,7 @@ def live(tmp_path: Path) -> Iterator[Live]:
 
 
 def test_health_and_openapi(live: Live) -> None:
-    health = httpx.get(f"{live.url}/healthz").json()
+    health = _read(f"{live.url}/healthz").json()
     assert health == {
         "status": "ok",
         "mode": "monitor",
@@ -53,7 +63,7 @@ def test_health_and_openapi(live: Live) -> None:
         "drain_breaker": "closed",
         "drain_breaker_since": None,
     }
-    spec = httpx.get(f"{live.url}/openapi.json").json()
+    spec = _read(f"{live.url}/openapi.json").json()
     paths = ["/jobs", "/jobs/{job_id}", "/incidents", "/incidents/{incident_id}", "/advice"]
     paths += ["/advice/{advice_id}/reconciliation", "/nodes", "/metrics", "/healthz"]
     assert set(paths) <= set(spec["paths"])
@@ -67,7 +77,7 @@ def test_mutations_need_the_token(live: Live) -> None:
     assert missing.headers["www-authenticate"] == "Bearer"
     wrong = httpx.post(f"{live.url}/jobs", json=body, headers={"Authorization": "Bearer nope"})
     assert wrong.status_code == 403
-    assert httpx.get(f"{live.url}/jobs").json() == []
+    assert _read(f"{live.url}/jobs").json() == []
 
 
 def test_bad_input_is_a_one_line_4xx_and_the_server_stays_up(live: Live) -> None:
@@ -89,10 +99,10 @@ def test_bad_input_is_a_one_line_4xx_and_the_server_stays_up(live: Live) -> None
         f"{live.url}/jobs", content=b"{", headers={**AUTH, "content-type": "application/json"}
     )
     assert not_json.status_code == 422
-    assert httpx.get(f"{live.url}/incidents/notanumber").status_code == 422
-    assert httpx.get(f"{live.url}/incidents/99").json() == {"detail": "unknown incident 99"}
-    assert httpx.get(f"{live.url}/jobs/none").status_code == 404
-    assert httpx.get(f"{live.url}/healthz").status_code == 200
+    assert _read(f"{live.url}/incidents/notanumber").status_code == 422
+    assert _read(f"{live.url}/incidents/99").json() == {"detail": "unknown incident 99"}
+    assert _read(f"{live.url}/jobs/none").status_code == 404
+    assert _read(f"{live.url}/healthz").status_code == 200
 
 
 def test_register_job_then_read_it(live: Live) -> None:
@@ -110,11 +120,11 @@ def test_register_job_then_read_it(live: Live) -> None:
     assert created.status_code == 201, created.text
     assert created.json()["registered_at"] == 1000.0
     live.store.record_attempt_start("j1", 0, started_at=1001.0, nodes=["node1", "node2"])
-    detail = httpx.get(f"{live.url}/jobs/j1").json()
+    detail = _read(f"{live.url}/jobs/j1").json()
     assert detail["job"]["spec"]["kernel_logs"] == {"node1": "/k/node1.log"}
     assert detail["job"]["spec"]["policy"]["retry_budget"] == {"hardware": 2}
     assert [a["attempt"] for a in detail["attempts"]] == [0]
-    assert [j["job_id"] for j in httpx.get(f"{live.url}/jobs").json()] == ["j1"]
+    assert [j["job_id"] for j in _read(f"{live.url}/jobs").json()] == ["j1"]
 
 
 def test_incidents_advice_reconciliation_nodes_metrics(live: Live) -> None:
@@ -128,12 +138,12 @@ def test_incidents_advice_reconciliation_nodes_metrics(live: Live) -> None:
     gpu = Category.GPU_HARDWARE
     store.record_node_event("node2", time=990.0, incident_id=incident, strong=True, category=gpu)
 
-    listed = httpx.get(f"{live.url}/incidents", params={"job_id": "j1"}).json()
+    listed = _read(f"{live.url}/incidents", params={"job_id": "j1"}).json()
     assert [i["id"] for i in listed] == [incident]
-    one = httpx.get(f"{live.url}/incidents/{incident}").json()
+    one = _read(f"{live.url}/incidents/{incident}").json()
     assert one["root_cause"]["signature"] == "xid79"
     assert one["implicated"]["nodes"] == ["node2"]
-    active = httpx.get(f"{live.url}/advice", params={"active": "true"}).json()
+    active = _read(f"{live.url}/advice", params={"active": "true"}).json()
     assert [a["id"] for a in active] == [adv.id]
 
     reconcile = f"{live.url}/advice/{adv.id}/reconciliation"
@@ -147,12 +157,12 @@ def test_incidents_advice_reconciliation_nodes_metrics(live: Live) -> None:
     assert answer["converged_at"] == 1000.0
     back = httpx.post(reconcile, json={"status": "pending"}, headers=AUTH)
     assert back.status_code == 409 and "converged -> pending" in back.json()["detail"]
-    assert httpx.get(f"{live.url}/advice", params={"active": "true"}).json() == []
+    assert _read(f"{live.url}/advice", params={"active": "true"}).json() == []
 
-    (node,) = httpx.get(f"{live.url}/nodes").json()
+    (node,) = _read(f"{live.url}/nodes").json()
     assert (node["node"], node["incidents"], node["strong_evidence"]) == ("node2", 1, 1)
 
-    metrics = httpx.get(f"{live.url}/metrics")
+    metrics = _read(f"{live.url}/metrics")
     assert metrics.headers["content-type"].startswith("text/plain")
     text = metrics.text
     assert "# TYPE trainmedic_detection_latency_seconds histogram" in text

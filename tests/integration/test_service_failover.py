@@ -28,6 +28,9 @@ NODES = ("node1", "node2", "node3", "node4")
 def _config(path: Path, state: Path, port: int) -> Path:
     path.write_text(
         f"""
+[api]
+allowed_roots = ["{path.parent}"]
+
 [service]
 mode = "action"
 poll_interval_s = 0.2

@@ -67,6 +67,9 @@ api_token = "{TOKEN}"
 
 [scheduler]
 kind = "local"
+
+[api]
+allowed_roots = ["{tmp_path}"]
 """
     )
     sched = LocalScheduler(state / "cluster", nodes=NODES, grace_s=1.5)

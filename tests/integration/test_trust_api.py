@@ -41,6 +41,8 @@ def live(tmp_path: Path) -> Iterator[Live]:
         base,
         service=dataclasses.replace(base.service, api_token=TOKEN, db_url=url),
         scheduler=dataclasses.replace(base.scheduler, slurm=slurm),
+        # Paths must be under the operator's roots before the trust checks look at them.
+        api=dataclasses.replace(base.api, allowed_roots=("/home", "/var/log")),
     )
     app = create_app(Store(url), config, now=lambda: 1000.0)
     with ApiServer(app) as server:
@@ -84,7 +86,7 @@ def test_a_registration_may_tighten_its_own_policy(live: Live) -> None:
 
 
 def _gauge(live: Live) -> str:
-    text = httpx.get(f"{live.url}/metrics").text
+    text = httpx.get(f"{live.url}/metrics", headers=AUTH).text
     (line,) = [x for x in text.splitlines() if x.startswith("trainmedic_drain_breaker_tripped ")]
     return line.split()[1]
 
@@ -100,9 +102,9 @@ def test_the_tripped_breaker_is_shown_and_reset_only_by_the_operator(
     health = httpx.get(f"{live.url}/healthz").json()
     assert (health["drain_breaker"], health["drain_breaker_since"]) == ("tripped", 900.0)
     assert _gauge(live) == "1.0"
-    state = httpx.get(f"{live.url}/breaker").json()
+    state = httpx.get(f"{live.url}/breaker", headers=AUTH).json()
     assert state["advice_only"] and state["state"]["reason"].startswith("incident 3")
-    assert main(["breaker", "status", "--url", live.url]) == 0
+    assert main(["breaker", "status", "--url", live.url, "--token", TOKEN]) == 0
     assert "TRIPPED" in capsys.readouterr().out
 
     assert httpx.post(f"{live.url}/breaker/reset").status_code == 401

@@ -25,6 +25,13 @@ def realworld() -> Summary:
     return summary(evaluate_corpora(BATCHES))
 
 
+@pytest.fixture(scope="module")
+def taught() -> Summary:
+    """The batches whose misses were fixed (a held-out batch is measured in LEDGER.md at
+    first sight, never gated here before its fixes)."""
+    return summary(evaluate_corpora([REALWORLD / batch for batch in sorted(FLOORS)]))
+
+
 def test_the_batches_are_there() -> None:
     assert {p.name for p in BATCHES} >= set(FLOORS)
 
@@ -40,8 +47,8 @@ def test_after_fix_floor(batch: str) -> None:
     ]
 
 
-def test_healthy_real_logs_are_no_failure(realworld: Summary) -> None:
-    healthy = [o for o in realworld.outcomes if o.label.category == NONE_LABEL]
+def test_healthy_real_logs_are_no_failure(taught: Summary) -> None:
+    healthy = [o for o in taught.outcomes if o.label.category == NONE_LABEL]
     assert len(healthy) >= 8
     called = [o.label.file for o in healthy if o.category != NONE_LABEL]
     # r2040 ends inside NCCL's setup, exactly as the stuck-in-setup hang does: known miss.

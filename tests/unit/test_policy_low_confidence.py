@@ -15,12 +15,12 @@ def _guess(verdict: Verdict) -> Verdict:
     return dataclasses.replace(verdict, confidence=0.4)
 
 
-def test_the_same_guessed_application_failure_twice_restarts() -> None:
+def test_a_guessed_application_failure_restarts_until_it_repeats_at_the_same_iteration() -> None:
+    first = decide(_guess(APP_ERROR), ctx(new_checkpoint=True))
+    assert first.action is Action.RESTART
     earlier = AttemptRecord(0, Category.APPLICATION, "python.key_error", 120, NODES, True)
-    confident = decide(APP_ERROR, ctx(attempts=(earlier,), new_checkpoint=True))
-    assert confident.action is Action.STOP
-    guessed = decide(_guess(APP_ERROR), ctx(attempts=(earlier,), new_checkpoint=True))
-    assert guessed.action is Action.RESTART
+    repeated = decide(_guess(APP_ERROR), ctx(attempts=(earlier,), new_checkpoint=True))
+    assert repeated.action is Action.STOP and "repetition is the evidence" in repeated.basis
 
 
 def test_a_guessed_unknown_cause_never_drains_a_repeat_offender() -> None:

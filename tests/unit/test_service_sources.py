@@ -51,7 +51,10 @@ class Rig:
 
 @pytest.fixture
 def rig(tmp_path: Path) -> Iterator[Rig]:
-    config = Config(service=ServiceConfig(mode="action", state_dir=str(tmp_path)), detect=SMALL_JOB)
+    config = Config(
+        service=ServiceConfig(mode="action", state_dir=str(tmp_path), api_read_token="r"),
+        detect=SMALL_JOB,
+    )
     store = Store(sqlite_url(str(tmp_path / "state.db")))
     sched = FakeScheduler()
     sched.add_job("7", ["node1", "node2"])
@@ -59,7 +62,10 @@ def rig(tmp_path: Path) -> Iterator[Rig]:
     service = Service(config, store, sched, executor_id="t", clock=clock)
     log = tmp_path / "job.out"
     service.register("7", JobSpec(log_paths=(str(log),)))
-    api = TestClient(create_app(store, config, now=clock, sources=service.sources))
+    api = TestClient(
+        create_app(store, config, now=clock, sources=service.sources),
+        headers={"Authorization": "Bearer r"},  # reads need the read token
+    )
     yield Rig(service, sched, store, clock, log, api)
     service.close()
     store.close()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from trainmedic.core.badinput import BAD_INPUT, BadInput
 from trainmedic.core.errors import SchedulerError
 from trainmedic.core.states import JobState, NodeState
 from trainmedic.schedulers.base import JobInfo
@@ -101,11 +102,28 @@ def test_garbled_squeue_raises_scheduler_error(text: str) -> None:
         parse_squeue_json(text)
 
 
-def test_job_without_id_is_garbled() -> None:
-    with pytest.raises(SchedulerError):
-        parse_squeue_json(json.dumps({"jobs": [{"name": "x"}]}))
-    with pytest.raises(SchedulerError, match="sinfo --json"):
-        parse_sinfo_json(json.dumps({"nodes": [{"name": "n1"}]}))
+def test_a_malformed_record_is_skipped_and_counted_not_the_whole_answer() -> None:
+    good = {"job_id": 1, "job_state": "RUNNING", "nodes": "node1"}
+    bad_jobs = [
+        {"name": "x"},  # no id
+        {"job_id": 2, "job_state": "RUNNING", "nodes": "a[0-99999]b[0-99999]"},  # 10^10 names
+        {"job_id": 3, "job_state": "FAILED", "exit_code": {"signal": []}},  # wrong shape
+        {"job_id": 4, "job_state": "RUNNING", "array_task_id": "7; rm"},
+        {"job_id": True, "job_state": "RUNNING"},
+        "not a job",
+    ]
+    before = BAD_INPUT.snapshot()[BadInput.SLURM_JOB]
+    jobs = parse_squeue_json(json.dumps({"jobs": [*bad_jobs, good]}))
+    assert [j.job_id for j in jobs] == ["1"]
+    assert BAD_INPUT.snapshot()[BadInput.SLURM_JOB] - before == len(bad_jobs)
+    huge = '{"jobs": [{"job_id": ' + "9" * 5000 + ', "job_state": "RUNNING"}, '
+    huge += json.dumps(good) + "]}"
+    assert [j.job_id for j in parse_squeue_json(huge)] == ["1"]  # int() would raise on it
+    nodes = [{"name": "n1"}, {"name": "-oProxyCommand=x", "state": "IDLE"}]
+    nodes += [{"name": "n2", "state": "IDLE"}]
+    assert [n.name for n in parse_sinfo_json(json.dumps({"nodes": nodes}))] == ["n2"]
+    with pytest.raises(SchedulerError, match="not JSON"):
+        parse_squeue_json("[" * 100_000 + "]" * 100_000)  # RecursionError, not a crash
 
 
 def test_newer_slurm_shapes_are_understood() -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from trainmedic.core.badinput import BAD_INPUT, BadInput
 from trainmedic.core.errors import SchedulerError
 from trainmedic.core.states import JobState, NodeState
 from trainmedic.schedulers.slurm.scontrol import (
@@ -89,3 +90,61 @@ def test_not_a_record_is_an_error() -> None:
         parse_scontrol_job("slurm_load_jobs error: Invalid job id specified")
     with pytest.raises(SchedulerError, match="no NodeName"):
         parse_scontrol_node("")
+
+
+def _running_with(**replace: str) -> str:
+    line = (DATA / "scontrol_show_job_running.txt").read_text().strip()
+    for key, value in replace.items():
+        head, rest = line.split(f" {key}=", 1)
+        following = rest.split(" ", 1)[1] if key != "Comment" else rest.split("  ", 1)[1]
+        line = f"{head} {key}={value} {following}"
+    return line
+
+
+@pytest.mark.parametrize(
+    "comment",
+    [
+        "x JobState=COMPLETED NodeList=node9 Restarts=7",  # keys printed before Comment
+        "note: ExcNodeList=node1 BatchHost=evil a=b",
+    ],
+)
+def test_field_text_inside_a_comment_stays_in_the_comment(comment: str) -> None:
+    d = parse_scontrol_job(_running_with(Comment=comment))
+    assert d.comment == comment
+    assert (d.state, d.nodes, d.attempt, d.batch_host) == (
+        JobState.RUNNING,
+        ("node1", "node2"),
+        0,
+        "node1",
+    )
+    assert d.stdout_path == "/tmp/c1rec/lab/run-1.out" and d.excluded_nodes == ()
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("Comment", "x StdOut=/etc/shadow"),  # a key printed after Comment: which is real?
+        ("Comment", "x StdErr=/dev/zero StdIn=/dev/null StdOut=/dev/zero Power="),
+        ("Comment", "x Power=1"),
+        ("JobName", "x JobState=COMPLETED"),
+        ("JobName", "x UserId=alice(1000)"),
+        ("JobName", "x Comment=y"),  # would swallow every field up to StdErr
+        ("WorkDir", "/w StdOut=/etc/passwd"),
+    ],
+)
+def test_a_value_that_could_be_read_two_ways_is_refused_and_counted(key: str, value: str) -> None:
+    before = BAD_INPUT.snapshot()[BadInput.SCONTROL_RECORD]
+    with pytest.raises(SchedulerError, match="ambiguous"):
+        parse_scontrol_job(_running_with(**{key: value}))
+    assert BAD_INPUT.snapshot()[BadInput.SCONTROL_RECORD] == before + 1
+
+
+def test_a_node_reason_with_field_text_and_huge_numbers() -> None:
+    node = parse_scontrol_node(
+        "NodeName=n1 Arch=x86_64 State=IDLE Weight=1 Reason=admin: State=DOWN [root@now]"
+    )
+    assert (node.state, node.reason) == (NodeState.IDLE, "admin: State=DOWN")
+    line = _running_with(Restarts="9" * 5000, NumNodes="9" * 5000)
+    assert parse_scontrol_job(line).attempt == 0  # int() of 5000 digits would raise
+    with pytest.raises(SchedulerError, match="ambiguous"):
+        parse_scontrol_job(_running_with(Comment="c" * (1 << 20)))

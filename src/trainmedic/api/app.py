@@ -1,15 +1,22 @@
 """The HTTP API: ``create_app(store, config)`` builds a FastAPI app over one store.
 
-Reads are open; mutating endpoints need ``Authorization: Bearer <service.api_token>`` (401
-without credentials, 403 with a wrong token or when no token is configured). Every error
-answer is JSON ``{"detail": "<one line>"}`` naming the field or object at fault, and no bad
-request stops the server. Endpoints are sync functions: FastAPI runs them in its thread pool,
-which suits the blocking store.
+Every endpoint but ``/healthz`` needs a bearer token (``trainmedic.api.guards``): reads the
+read token ``service.api_read_token`` or the write token, mutations the write token
+``service.api_token`` (401 without credentials, 403 with a wrong token or when none is
+configured). ``POST /jobs`` accepts only the paths, partitions and jobs ``[api]`` allows.
+Request bodies over ``[api] max_body_bytes`` are refused (413) before they are parsed.
+
+Every error answer is JSON ``{"detail": "<one line>"}`` naming the field or object at fault,
+and no bad request stops the server. A store failure is answered with a generic message
+(500, or 409 for a conflict) and a reference; the store's own message, which may quote SQL,
+goes to the service log under that reference only. Endpoints are sync functions: FastAPI
+runs them in its thread pool, which suits the blocking store.
 """
 
 from __future__ import annotations
 
-import secrets
+import itertools
+import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import Annotated
@@ -23,6 +30,8 @@ from prometheus_client.registry import Collector
 
 from trainmedic import __version__
 from trainmedic.api import accounting_routes, web
+from trainmedic.api.guards import admit_registration, check_token
+from trainmedic.api.limits import BodyLimit
 from trainmedic.api.metrics import make_registry
 from trainmedic.api.models import (
     BreakerAnswer,
@@ -48,8 +57,14 @@ from trainmedic.store import (
     NotFound,
     Store,
 )
+from trainmedic.store.base import DuplicateKey
 
-_bearer = HTTPBearer(auto_error=False, description="service.api_token")
+log = logging.getLogger(__name__)
+_bearer = HTTPBearer(
+    auto_error=False, description="service.api_read_token (reads) or service.api_token"
+)
+_error_refs = itertools.count(1)
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
 def _one_line(exc: RequestValidationError) -> str:
@@ -74,8 +89,27 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def on_transition(_request: Request, exc: Exception) -> JSONResponse:
         return detail(409, str(exc))
 
-    async def on_store(_request: Request, exc: Exception) -> JSONResponse:
-        return detail(503, f"store unavailable: {exc}")
+    async def on_store(request: Request, exc: Exception) -> JSONResponse:
+        # The store's message may quote SQL or a table: logged here, never answered.
+        ref = next(_error_refs)
+        log.error("API %s %s: store error (ref %d): %s", request.method, request.url.path, ref, exc)
+        if isinstance(exc, DuplicateKey):
+            return detail(409, f"conflict with stored data (ref {ref}; see the service log)")
+        return detail(500, f"store error (ref {ref}; see the service log)")
+
+    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+        ref = next(_error_refs)
+        log.error(
+            "API %s %s: internal error (ref %d)",
+            request.method,
+            request.url.path,
+            ref,
+            exc_info=exc,
+        )
+        return detail(500, f"internal error (ref {ref}; see the service log)")
+
+    async def on_too_deep(_request: Request, _exc: Exception) -> JSONResponse:
+        return detail(422, "request body nested too deeply")
 
     async def on_config(_request: Request, exc: Exception) -> JSONResponse:
         return detail(422, str(exc))
@@ -85,6 +119,8 @@ def _install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(InvalidTransition, on_transition)
     app.add_exception_handler(StoreError, on_store)
     app.add_exception_handler(ConfigError, on_config)
+    app.add_exception_handler(RecursionError, on_too_deep)
+    app.add_exception_handler(Exception, on_unexpected)
 
 
 def create_app(
@@ -104,20 +140,19 @@ def create_app(
         description="Jobs, incidents, advice and nodes of the trainmedic recovery service.",
     )
     _install_error_handlers(app)
+    app.add_middleware(BodyLimit, max_bytes=config.api.max_body_bytes)
     registry = make_registry(store, now, sources, extra=collectors)
-    token = config.service.api_token
+    write_tokens = tuple(t for t in (config.service.api_token,) if t)
+    read_tokens = tuple(t for t in (config.service.api_read_token, *write_tokens) if t)
 
-    def require_token(
-        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-    ) -> None:
-        if credentials is None or credentials.scheme.lower() != "bearer":
-            raise HTTPException(401, "missing bearer token", headers={"WWW-Authenticate": "Bearer"})
-        if not token:
-            raise HTTPException(403, "mutating endpoints are disabled: no api_token configured")
-        if not secrets.compare_digest(credentials.credentials.encode(), token.encode()):
-            raise HTTPException(403, "invalid bearer token")
+    def require_write(credentials: Credentials) -> None:
+        check_token(credentials, write_tokens, "mutating endpoints")
 
-    authorised = [Depends(require_token)]
+    def require_read(credentials: Credentials) -> None:
+        check_token(credentials, read_tokens, "reads")
+
+    authorised = [Depends(require_write)]
+    readers = [Depends(require_read)]
 
     @app.get("/healthz", response_model=Health)
     def healthz() -> Health:
@@ -131,7 +166,7 @@ def create_app(
             drain_breaker_since=breaker.tripped_at,
         )
 
-    @app.get("/breaker", response_model=BreakerAnswer)
+    @app.get("/breaker", response_model=BreakerAnswer, dependencies=readers)
     def breaker_state() -> BreakerAnswer:
         state = store.breaker_state()
         return BreakerAnswer(state=state, advice_only=state.tripped)
@@ -142,11 +177,11 @@ def create_app(
         was, state = store.reset_breaker(now=now(), by="api")
         return BreakerAnswer(state=state, advice_only=state.tripped, was_tripped=was)
 
-    @app.get("/jobs", response_model=list[JobRecord])
+    @app.get("/jobs", response_model=list[JobRecord], dependencies=readers)
     def list_jobs() -> list[JobRecord]:
         return store.list_jobs()
 
-    @app.get("/jobs/{job_id}", response_model=JobDetail)
+    @app.get("/jobs/{job_id}", response_model=JobDetail, dependencies=readers)
     def get_job(job_id: str) -> JobDetail:
         job = store.get_job(job_id)
         if job is None:
@@ -159,6 +194,7 @@ def create_app(
 
     @app.post("/jobs", response_model=JobRecord, status_code=201, dependencies=authorised)
     def register_job(body: JobRegistration) -> JobRecord:
+        admit_registration(body, config.api)
         # Validate the overrides now, so a bad policy is refused here, not at the incident.
         job_policy(config.policy, body.policy, source="policy")
         check_kernel_logs(
@@ -175,22 +211,22 @@ def create_app(
         )
         return store.register_job(body.job_id, body.scheduler, now=now(), name=body.name, spec=spec)
 
-    @app.get("/incidents", response_model=list[IncidentRecord])
+    @app.get("/incidents", response_model=list[IncidentRecord], dependencies=readers)
     def list_incidents(job_id: str | None = None) -> list[IncidentRecord]:
         return store.list_incidents(job_id)
 
-    @app.get("/incidents/{incident_id}", response_model=IncidentRecord)
+    @app.get("/incidents/{incident_id}", response_model=IncidentRecord, dependencies=readers)
     def get_incident(incident_id: int) -> IncidentRecord:
         return store.get_incident(incident_id)
 
-    @app.get("/advice", response_model=list[AdviceRecord])
+    @app.get("/advice", response_model=list[AdviceRecord], dependencies=readers)
     def list_advice(
         job_id: str | None = None,
         active: Annotated[bool, Query(description="only pending or applying")] = False,
     ) -> list[AdviceRecord]:
         return store.list_advice(job_id, active_only=active)
 
-    @app.get("/advice/{advice_id}", response_model=AdviceRecord)
+    @app.get("/advice/{advice_id}", response_model=AdviceRecord, dependencies=readers)
     def get_advice(advice_id: int) -> AdviceRecord:
         return store.get_advice(advice_id)
 
@@ -220,7 +256,7 @@ def create_app(
             store.set_advice_status(advice_id, AdviceStatus(body.status), now=now(), note=body.note)
         return store.get_advice(advice_id)
 
-    @app.get("/nodes", response_model=list[NodeSummary])
+    @app.get("/nodes", response_model=list[NodeSummary], dependencies=readers)
     def list_nodes() -> list[NodeSummary]:
         by_node: dict[str, list[NodeEvent]] = {}
         for event in store.node_history():
@@ -237,10 +273,10 @@ def create_app(
             for node, events in sorted(by_node.items())
         ]
 
-    accounting_routes.register(app, store, now, write=authorised)
+    accounting_routes.register(app, store, now, read=readers, write=authorised)
     web.register(app, store, config, now)
 
-    @app.get("/metrics", response_class=Response)
+    @app.get("/metrics", response_class=Response, dependencies=readers)
     def metrics() -> Response:
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 

@@ -42,7 +42,13 @@ trainmedic_source_up{job_id,source}         gauge      1 while the job's source 
                                                        while it is unknown (a vanished log, a
                                                        failed scheduler poll, a dead DCGM
                                                        endpoint); only with a service in-process
+trainmedic_bad_input_total{kind}            counter    records, lines or files refused or
+                                                       skipped by this process (see
+                                                       ``trainmedic.core.badinput``)
 ==========================================  =========  ========================================
+
+The bad-input counts are the one exception to "computed from the store": they are the
+process's own tally, so they restart at 0 with the process (a Prometheus counter reset).
 """
 
 from __future__ import annotations
@@ -70,6 +76,7 @@ from trainmedic.core.accounting import (
     account_nodes,
 )
 from trainmedic.core.accounting.scorecard import latest_answers
+from trainmedic.core.badinput import BAD_INPUT, BadInputTally
 from trainmedic.core.model import Action
 from trainmedic.service.source_status import SourceBoard
 from trainmedic.store import AdviceRecord, AdviceStatus, IncidentRecord, Store
@@ -328,6 +335,23 @@ def source_family(board: SourceBoard) -> Metric:
     return up
 
 
+class BadInputCollector(Collector):
+    """``trainmedic_bad_input_total{kind}`` from the process's bad-input tally."""
+
+    def __init__(self, tally: BadInputTally = BAD_INPUT) -> None:
+        self._tally = tally
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "trainmedic_bad_input",
+            "Records, lines or files refused or skipped as bad input, by kind",
+            labels=["kind"],
+        )
+        for kind, count in self._tally.snapshot().items():
+            family.add_metric([kind.value], count)
+        yield family
+
+
 def make_registry(
     store: Store,
     now: Callable[[], float] = time.time,
@@ -335,10 +359,11 @@ def make_registry(
     extra: Sequence[Collector] = (),
 ) -> CollectorRegistry:
     """A fresh registry holding trainmedic's store collector, the source collector when the
-    service runs in this process, and ``extra`` collectors of the process (the webhook
-    notifier's failures)."""
+    service runs in this process, the bad-input tally, and ``extra`` collectors of the
+    process (the webhook notifier's failures)."""
     registry = CollectorRegistry(auto_describe=True)
     registry.register(StoreCollector(store, now))
+    registry.register(BadInputCollector())
     if sources is not None:
         registry.register(SourceCollector(sources))
     for collector in extra:

@@ -7,15 +7,18 @@ are the bodies the API adds: requests, and records grouped for one endpoint.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from trainmedic.service.source_status import SourceStatus
 from trainmedic.store.records import AttemptRecord, BreakerState, JobRecord, NodeEvent
 
 JOB_ID_PATTERN = r"^[A-Za-z0-9_.:@+-]{1,128}$"
 NODE_PATTERN = r"^[A-Za-z0-9_.-]{1,128}$"
+MAX_ITEMS = 4096  # nodes or log files of one job
+NodeName = Annotated[str, StringConstraints(pattern=NODE_PATTERN)]
+FilePath = Annotated[str, StringConstraints(max_length=4096)]
 
 
 class JobRegistration(BaseModel):
@@ -26,14 +29,20 @@ class JobRegistration(BaseModel):
     job_id: str = Field(pattern=JOB_ID_PATTERN, description="the scheduler's job id")
     scheduler: Literal["local", "slurm"] = "local"
     name: str = Field(default="", max_length=256)
-    log_paths: list[str] = Field(default_factory=list, description="the job's own log files")
-    kernel_logs: dict[str, str] = Field(
-        default_factory=dict, description="node name -> that node's kernel-log file"
+    log_paths: list[FilePath] = Field(
+        default_factory=list,
+        max_length=MAX_ITEMS,
+        description="the job's own log files (under [api] allowed_roots)",
     )
-    checkpoint_dir: str = ""
-    nodes: list[str] = Field(default_factory=list)
-    partition: str = ""
-    user: str = ""
+    kernel_logs: dict[NodeName, FilePath] = Field(
+        default_factory=dict,
+        max_length=MAX_ITEMS,
+        description="node name -> that node's kernel-log file (under [api] allowed_roots)",
+    )
+    checkpoint_dir: FilePath = ""
+    nodes: list[NodeName] = Field(default_factory=list, max_length=MAX_ITEMS)
+    partition: str = Field(default="", max_length=128)
+    user: str = Field(default="", max_length=128)
     policy: dict[str, Any] = Field(
         default_factory=dict,
         description="overrides of the [policy] config section, e.g. "
@@ -53,7 +62,9 @@ class Reconciliation(BaseModel):
 
     status: Literal["pending", "applying", "converged", "abandoned"]
     executor_id: str = Field(default="", max_length=128)
-    steps_done: list[str] = Field(default_factory=list)
+    steps_done: list[Annotated[str, StringConstraints(max_length=128)]] = Field(
+        default_factory=list, max_length=64
+    )
     applied: bool = False
     note: str | None = Field(default=None, max_length=2000)
 

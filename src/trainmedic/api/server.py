@@ -4,11 +4,14 @@
         ...  # server.url == "http://127.0.0.1:8377"
 
 ``port=0`` picks a free port (the socket is bound before uvicorn starts, so there is no
-race between choosing the port and listening on it).
+race between choosing the port and listening on it). With ``ssl_certfile`` and
+``ssl_keyfile`` it serves HTTPS. ``exposure_warnings(config)`` says what is unsafe about
+where and how the API listens; ``trainmedic serve`` logs each at startup.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import threading
 import time
@@ -18,6 +21,37 @@ import uvicorn
 from fastapi import FastAPI
 
 from trainmedic.core.errors import TrainmedicError
+from trainmedic.service.config.sections import Config
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or name) only listens on this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve to any interface
+
+
+def exposure_warnings(config: Config) -> list[str]:
+    """One line per unsafe setting of the API: listening beyond loopback in clear text,
+    endpoints left without a token."""
+    service, api = config.service, config.api
+    warnings = []
+    if not is_loopback(service.api_host) and not api.tls:
+        warnings.append(
+            f"the API listens on {service.api_host}:{service.api_port} beyond loopback "
+            "without TLS: tokens and job data cross the network in clear text (set "
+            "[api] tls_certfile and tls_keyfile, or listen on 127.0.0.1 behind a proxy)"
+        )
+    if not service.api_token and not service.api_read_token:
+        warnings.append(
+            "no API token configured: every endpoint but /healthz answers 403 (set "
+            "service.api_read_token / service.api_token or $TRAINMEDIC_API_READ_TOKEN / "
+            "$TRAINMEDIC_API_TOKEN)"
+        )
+    return warnings
 
 
 class ApiServerError(TrainmedicError):
@@ -26,12 +60,20 @@ class ApiServerError(TrainmedicError):
 
 class ApiServer:
     def __init__(
-        self, app: FastAPI, *, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning"
+        self,
+        app: FastAPI,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        log_level: str = "warning",
+        ssl_certfile: str = "",
+        ssl_keyfile: str = "",
     ) -> None:
         self._app = app
         self._host = host
         self._port = port
         self._log_level = log_level
+        self._ssl = (ssl_certfile, ssl_keyfile) if ssl_certfile and ssl_keyfile else None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._socket: socket.socket | None = None
@@ -45,7 +87,8 @@ class ApiServer:
     @property
     def url(self) -> str:
         host = f"[{self._host}]" if ":" in self._host else self._host
-        return f"http://{host}:{self.port}"
+        scheme = "https" if self._ssl else "http"
+        return f"{scheme}://{host}:{self.port}"
 
     def start(self, timeout_s: float = 10.0) -> None:
         family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
@@ -59,8 +102,14 @@ class ApiServer:
                 f"cannot listen on {self._host}:{self._port}: {error.strerror}"
             ) from error
         self._socket = sock
+        certfile, keyfile = self._ssl or (None, None)
         config = uvicorn.Config(
-            self._app, log_level=self._log_level, access_log=False, lifespan="off"
+            self._app,
+            log_level=self._log_level,
+            access_log=False,
+            lifespan="off",
+            ssl_certfile=certfile,
+            ssl_keyfile=keyfile,
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(

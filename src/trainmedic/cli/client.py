@@ -5,8 +5,10 @@
     trainmedic advice [--job JOB_ID] [--active]
 
 ``--url`` defaults to ``$TRAINMEDIC_URL`` or http://127.0.0.1:8377; ``--json`` prints the API's
-JSON as is. Exit status: 0 on success, 1 when the API answers with an error (e.g. unknown job),
-2 when it cannot be reached or answers something that is not JSON.
+JSON as is. The API wants a bearer token for reads: ``--token-file FILE`` (first line), else
+``$TRAINMEDIC_API_READ_TOKEN``, else ``$TRAINMEDIC_API_TOKEN`` (a token on the command line
+would show in ``ps``). Exit status: 0 on success, 1 when the API answers with an error (e.g.
+unknown job, bad token), 2 when it cannot be reached or answers something that is not JSON.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import httpx
 
 DEFAULT_URL = "http://127.0.0.1:8377"
 URL_ENV = "TRAINMEDIC_URL"
+TOKEN_ENVS = ("TRAINMEDIC_API_READ_TOKEN", "TRAINMEDIC_API_TOKEN")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"the service's API (default: ${URL_ENV} or {DEFAULT_URL})",
     )
     parser.add_argument("--json", action="store_true", help="print the API's JSON")
+    parser.add_argument(
+        "--token-file",
+        help=f"file holding the API token (default: ${TOKEN_ENVS[0]}, then ${TOKEN_ENVS[1]})",
+    )
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds (default 5)")
     if command == "status":
         parser.add_argument("job_id", nargs="?", help="show one job with its attempts")
@@ -48,10 +55,24 @@ class _ApiAnswerError(Exception):
         self.exit_code = exit_code
 
 
+def _token(args: argparse.Namespace) -> str:
+    if args.token_file:
+        try:
+            with open(args.token_file, encoding="utf-8") as handle:
+                return handle.readline().strip()
+        except OSError as error:
+            reason = error.strerror or error
+            message = f"cannot read --token-file {args.token_file}: {reason}"
+            raise _ApiAnswerError(message, 2) from error
+    return next((os.environ[name] for name in TOKEN_ENVS if os.environ.get(name)), "")
+
+
 def _get(args: argparse.Namespace, path: str, params: dict[str, str]) -> Any:
     url = args.url.rstrip("/") + path
+    token = _token(args)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        response = httpx.get(url, params=params, timeout=args.timeout)
+        response = httpx.get(url, params=params, headers=headers, timeout=args.timeout)
     except httpx.HTTPError as error:
         reason = str(error) or type(error).__name__
         raise _ApiAnswerError(f"cannot reach the API at {args.url}: {reason}", 2) from error
@@ -61,6 +82,8 @@ def _get(args: argparse.Namespace, path: str, params: dict[str, str]) -> Any:
         raise _ApiAnswerError(f"{url} answered {response.status_code} without JSON", 2) from error
     if response.is_error:
         detail = body.get("detail", body) if isinstance(body, dict) else body
+        if response.status_code in (401, 403) and not token:
+            detail = f"{detail} (set ${TOKEN_ENVS[0]} or --token-file)"
         raise _ApiAnswerError(f"{url}: {response.status_code}: {detail}", 1)
     return body
 

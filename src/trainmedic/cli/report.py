@@ -37,6 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--state-dir", type=Path, help="read <DIR>/state.db (a demo's --workdir) or trainmedic.db"
     )
     parser.add_argument("--json", action="store_true", help="print the JSON")
+    parser.add_argument(
+        "--token-file",
+        help="read token (first line); default $TRAINMEDIC_API_READ_TOKEN or $TRAINMEDIC_API_TOKEN",
+    )
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds (default 10)")
 
 

@@ -22,12 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from trainmedic.api.app import create_app
-    from trainmedic.api.server import ApiServer
+    from trainmedic.api.server import ApiServer, exposure_warnings
     from trainmedic.service.config import default_config, load_config
     from trainmedic.service.loop import Service
     from trainmedic.service.supervisor import ChildSupervisor, watchdog_command
     from trainmedic.service.wiring import build_adapter, kernel_logs_of
-    from trainmedic.store import Store
+    from trainmedic.store import Store, redact_url
     from trainmedic.store.leader import leadership_for
 
     logging.basicConfig(
@@ -67,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
         watchdog.start()
     api = None
     if not args.no_api:
+        for warning in exposure_warnings(config):
+            logging.getLogger("trainmedic.serve").warning("%s", warning)
         api = ApiServer(
             create_app(
                 store,
@@ -76,11 +78,13 @@ def run(args: argparse.Namespace) -> int:
             ),
             host=config.service.api_host,
             port=config.service.api_port,
+            ssl_certfile=config.api.tls_certfile,
+            ssl_keyfile=config.api.tls_keyfile,
         )
         api.start()
     print(
         f"trainmedic serve: mode={config.service.mode} scheduler={adapter.name} "
-        f"db={config.service.db_url}"
+        f"db={redact_url(config.service.db_url)}"
         + (f" api={api.url}" if api else "")
         + (" watchdog=embedded" if watchdog else " watchdog=apart"),
         flush=True,

@@ -17,6 +17,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from trainmedic.core.badinput import BAD_INPUT, BadInput
 from trainmedic.core.errors import ConfigError
 from trainmedic.core.policy.config import PolicyConfig
 from trainmedic.core.policy.overrides import job_policy as tightened
@@ -42,8 +43,46 @@ def _criteria(watch: WatchConfig) -> bool:
     return bool(watch.partitions or watch.users or watch.name_pattern or watch.jobs)
 
 
+MAX_COMMENT_CHARS = 16 * 1024
+"""A job comment longer than this is not read as a policy (a policy is a few hundred bytes)."""
+MAX_COMMENT_DEPTH = 8
+"""Deepest nesting of objects and arrays read from a comment (a policy needs 3); a deeper
+one would make ``json.loads`` recurse until RecursionError."""
+
+
+def comment_over_limits(comment: str) -> str | None:
+    """Why a job's comment is refused before it is parsed as JSON, or None when it is within
+    the limits. One linear scan: brackets inside JSON strings do not count."""
+    if len(comment) > MAX_COMMENT_CHARS:
+        return f"comment of {len(comment)} characters, over {MAX_COMMENT_CHARS}"
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in comment:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    if deepest > MAX_COMMENT_DEPTH:
+        return f"comment nested {deepest} deep, over {MAX_COMMENT_DEPTH}"
+    return None
+
+
 def job_policy(job: JobInfo, base: PolicyConfig) -> tuple[dict[str, Any] | None, str]:
     """(policy overrides or None when not opted in, a note when the policy was refused)."""
+    refused = comment_over_limits(job.comment)
+    if refused is not None:
+        BAD_INPUT.count(BadInput.JOB_COMMENT)
+        return None, f"job {job.job_id}: {refused}: comment ignored"
     try:
         policy = parse_job_policy(job.comment)
     except ConfigError as exc:

@@ -18,13 +18,14 @@ import re
 import time
 from pathlib import Path
 
+from trainmedic.core.badinput import BAD_INPUT, BadInput, small_int
 from trainmedic.core.observations import (
     CheckpointSaved,
     Observation,
     SourceRecovered,
     SourceStale,
 )
-from trainmedic.sources.lines import Clock
+from trainmedic.sources.lines import Clock, NotRegularFile, open_regular
 
 _NAMES = (
     re.compile(r"^ckpt[_-]?(\d+)(?:\.\w+)?$"),
@@ -35,6 +36,9 @@ _NAMES = (
 )
 SIDECARS = ("latest_checkpointed_iteration.txt", "latest")
 _SIDECAR_VALUE = re.compile(r"^\s*(?:global_step|iter_)?(\d+)\s*$")
+SIDECAR_MAX_BYTES = 200
+"""Bytes of a sidecar that are read: it holds one number or tag. A sidecar that is not a
+regular file (a link to /dev/zero, a FIFO) is not read at all."""
 
 
 def checkpoint_iteration(name: str) -> int | None:
@@ -44,7 +48,7 @@ def checkpoint_iteration(name: str) -> int | None:
     for pattern in _NAMES:
         m = pattern.search(name)
         if m:
-            return int(m.group(1))
+            return small_int(m.group(1))
     return None
 
 
@@ -118,14 +122,22 @@ class CheckpointWatcher:
 
     def _from_sidecar(self, path: Path) -> tuple[int, Path, float] | None:
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")[:200]
-            mtime = path.stat().st_mtime
-        except (FileNotFoundError, IsADirectoryError):
+            with open_regular(path) as handle:
+                raw = handle.read(SIDECAR_MAX_BYTES + 1)
+                mtime = os.fstat(handle.fileno()).st_mtime
+        except FileNotFoundError:
             return None
-        m = _SIDECAR_VALUE.match(text)
-        if m is None:
+        except NotRegularFile as exc:
+            if exc.kind != "a directory":  # a directory named "latest" is no marker at all
+                BAD_INPUT.count(BadInput.CHECKPOINT_MARKER)
             return None
-        iteration = int(m.group(1))
+        if len(raw) > SIDECAR_MAX_BYTES:
+            BAD_INPUT.count(BadInput.CHECKPOINT_MARKER)
+            return None
+        m = _SIDECAR_VALUE.match(raw.decode("utf-8", errors="replace"))
+        iteration = small_int(m.group(1)) if m is not None else None
+        if iteration is None:
+            return None
         for name in (f"iter_{iteration:07d}", f"global_step{iteration}"):
             target = self.directory / name
             if target.exists():

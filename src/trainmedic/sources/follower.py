@@ -22,6 +22,8 @@ import os
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from trainmedic.core.badinput import BAD_INPUT, BadInput
+from trainmedic.sources.lines import NotRegularFile, open_regular
 from trainmedic.sources.offsets import LineOrigin, OffsetBook, StartPoint
 
 DEFAULT_MAX_LINE_BYTES = 64 * 1024
@@ -131,8 +133,10 @@ class LogFollower:
 
     def _open(self, size: int) -> bool:
         try:
-            handle = open(self.path, "rb")  # noqa: SIM115 - kept open across polls
+            handle = open_regular(self.path)  # a FIFO or /dev/zero would stall the loop
         except OSError as exc:
+            if isinstance(exc, NotRegularFile) and not self._missing:
+                BAD_INPUT.count(BadInput.NOT_REGULAR_FILE)
             self._mark_missing(f"{self.path}: {exc.strerror or exc}")
             return False
         st = os.fstat(handle.fileno())
@@ -239,6 +243,7 @@ class LogFollower:
         text = self._partial.decode("utf-8", errors="replace").rstrip("\r")
         if self._overlong and len(self._partial) >= self._max_line:
             text += TRUNCATED_MARK
+            BAD_INPUT.count(BadInput.LONG_LINE)
         self._line_no += 1
         if end < self._origin.backlog_until:
             line = FollowedLine(self._line_no, text, LineOrigin.BACKLOG, self._origin.written_by)

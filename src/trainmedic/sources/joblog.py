@@ -45,7 +45,7 @@ from trainmedic.sources.lines import Clock, DirectoryScan, followed_time
 from trainmedic.sources.offsets import OffsetBook
 
 _NODE_KV = re.compile(r"node=(\S+)\s*")
-_CKPT_BEGIN = re.compile(r"\bcheckpoint begin iter=(\d+)")
+_CKPT_BEGIN = re.compile(r"\bcheckpoint begin iter=(\d{1,18})(?!\d)")  # fits the store
 _JSON_NODE = re.compile(r'"node"\s*:\s*"([^"]+)"')
 LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
 

@@ -1,18 +1,23 @@
 """Shared helpers for line-based sources: time of a line, the zone of printed stamps, a
-directory scanner."""
+directory scanner, and opening a file only when it is a regular file."""
 
 from __future__ import annotations
 
 import calendar
+import errno
 import os
+import stat
 import time
 import zoneinfo
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
 
-from trainmedic.sources.follower import FollowedLine
 from trainmedic.sources.offsets import LineOrigin
+
+if TYPE_CHECKING:  # follower imports this module (open_regular)
+    from trainmedic.sources.follower import FollowedLine
 
 Clock = Callable[[], float]
 
@@ -92,6 +97,53 @@ def followed_time(
     return min(stamp, bound)
 
 
+class NotRegularFile(OSError):
+    """A path that is a FIFO, a device, a socket, a directory or a symbolic link: never read
+    as a log or a checkpoint marker (a FIFO blocks the reader, /dev/zero never ends)."""
+
+    def __init__(self, path: str, kind: str) -> None:
+        super().__init__(errno.EINVAL, f"{kind}, not a regular file", path)
+        self.kind = kind
+
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "an unknown file type")
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """Open ``path`` for reading if, and only if, it is a regular file.
+
+    ``O_NOFOLLOW`` refuses a symbolic link as the last component; ``O_NONBLOCK`` makes
+    opening a FIFO return at once instead of waiting for a writer; ``fstat`` on the open
+    descriptor (not a ``stat`` before it, which a swap would fool) checks the type. Raises
+    NotRegularFile for anything else, or the OSError of the open itself."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise NotRegularFile(str(path), "a symbolic link (not followed)") from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(str(path), _kind(mode))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 class DirectoryScan:
     """Files in a directory whose names end with one of ``suffixes``, rescanned only when the
     directory's mtime changes (a new or renamed file changes it)."""
@@ -115,7 +167,7 @@ class DirectoryScan:
             names = sorted(
                 entry.name
                 for entry in os.scandir(self.directory)
-                if entry.name.endswith(self.suffixes) and entry.is_file()
+                if entry.name.endswith(self.suffixes) and entry.is_file(follow_symlinks=False)
             )
         except OSError:
             return []

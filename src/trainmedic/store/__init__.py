@@ -17,7 +17,7 @@ from trainmedic.store.accounting import (
     CheckpointSeen,
     FeedbackRecord,
 )
-from trainmedic.store.base import InvalidTransition, NotFound, normalise_url
+from trainmedic.store.base import InvalidTransition, NotFound, normalise_url, redact_url
 from trainmedic.store.decisions import DecisionsRepository, StoredDecision
 from trainmedic.store.jobs import JobsRepository
 from trainmedic.store.nodes import NodesRepository
@@ -72,5 +72,6 @@ __all__ = [
     "Store",
     "StoredDecision",
     "normalise_url",
+    "redact_url",
     "sqlite_url",
 ]

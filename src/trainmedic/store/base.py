@@ -15,6 +15,7 @@ at the border, so callers never import SQLAlchemy.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -46,6 +47,21 @@ class InvalidTransition(StoreError):
 def _one_line(detail: object) -> str:
     """Driver messages span lines (psycopg adds hints); errors here are one line."""
     return " ".join(str(detail).split())
+
+
+_PASSWORD_PARAM = re.compile(r"(?i)\b(password=)[^&;\s]*")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password (``user:secret@host`` or ``?password=``) shown as ``***``:
+    the form every message and log line gets, even for a URL SQLAlchemy cannot parse."""
+    scheme, sep, rest = url.partition("://")
+    if sep:
+        userinfo, at, location = rest.rpartition("@")
+        if at and ":" in userinfo:
+            rest = f"{userinfo.split(':', 1)[0]}:***@{location}"
+        url = f"{scheme}://{rest}"
+    return _PASSWORD_PARAM.sub(r"\1***", url)
 
 
 def normalise_url(url: str) -> str:
@@ -102,7 +118,9 @@ class StoreBase:
             self._engine = make_engine(self.url)
             self._safe_url = self._engine.url.render_as_string(hide_password=True)
         except (exc.SQLAlchemyError, exc.ArgumentError, OSError) as error:
-            raise StoreError(f"store {url!r}: {error}") from error
+            # The driver's message may quote the URL: never with its password.
+            detail = _one_line(error).replace(url, redact_url(url))
+            raise StoreError(f"store {redact_url(url)!r}: {detail}") from error
         self._create_schema()
 
     def _create_schema(self) -> None:

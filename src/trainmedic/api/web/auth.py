@@ -1,8 +1,8 @@
 """Who may read the pages and who may answer advice.
 
-Reading: open while no read token is configured (as the JSON API's reads are); once one is
-(``service.read_token``, added by the API hardening), a page needs it, from a ``token``
-cookie, ``?token=`` (which also sets the cookie, so links keep working) or a bearer header.
+Reading, as the JSON API's reads: the read token (``service.api_read_token``) or the write
+token, from a ``token`` cookie, ``?token=`` (which also sets the cookie, so links keep
+working) or a bearer header; with neither token configured, nobody reads.
 The write token (``service.api_token``) is typed into the scorecard form, never stored in a
 cookie: answering advice stays an explicit act.
 """
@@ -19,9 +19,7 @@ COOKIE = "token"
 
 
 def read_token(config: Config) -> str:
-    # getattr: the read token is another change's field; until it exists reading is open.
-    token = getattr(config.service, "read_token", "")
-    return token if isinstance(token, str) else ""
+    return config.service.api_read_token
 
 
 def presented_token(request: Request) -> str:
@@ -36,9 +34,9 @@ def same(presented: str, expected: str) -> bool:
 
 
 def may_read(request: Request, config: Config) -> bool:
+    """As the JSON API's reads: the read token or the write token; with neither configured,
+    nobody reads."""
     expected = read_token(config)
-    if not expected:
-        return True
     presented = presented_token(request)
     # The write token reads too: whoever may act may look.
     return same(presented, expected) or same(presented, config.service.api_token)

@@ -12,15 +12,25 @@ from __future__ import annotations
 
 import re
 
+from trainmedic.core.badinput import small_int
+
+MAX_CHECKPOINT_CHARS = 1024
+"""Characters of a line searched for a checkpoint save (real ones are a few hundred)."""
+# The gaps between phrase and number are bounded (``.{0,256}?``, not ``.*?``): an unbounded
+# lazy gap made a line repeating "checkpoint saved" cost quadratic time.
 _PATTERNS = (
-    re.compile(r"saved checkpoint (?:at|for) (?:iteration|iter|step)\s*[:=]?\s*(\d+)", re.I),
-    re.compile(r"checkpoint saved\b.*?\b(?:iter|iteration|step)\s*[=: ]\s*(\d+)", re.I),
-    re.compile(r"saving model checkpoint to \S*?checkpoint-(\d+)", re.I),
-    re.compile(r"(?:saving|saved)\b.*?\bglobal_step(\d+)", re.I),
+    re.compile(r"saved checkpoint (?:at|for) (?:iteration|iter|step)\s*(?:[:=]\s*)?(\d+)", re.I),
+    re.compile(r"checkpoint saved\b.{0,256}?\b(?:iter|iteration|step)\s*[=: ]\s*(\d+)", re.I),
+    re.compile(r"saving model checkpoint to \S{0,256}?checkpoint-(\d+)", re.I),
+    re.compile(r"(?:saving|saved)\b.{0,256}?\bglobal_step(\d+)", re.I),
     re.compile(r"checkpoint global_step(\d+) is ready", re.I),
-    re.compile(r"(?:saving model to|saving checkpoint|saved checkpoint)\b.*?\bstep[=_](\d+)", re.I),
     re.compile(
-        r"(?:saved|saving|wrote) checkpoint\b.*?\b(?:iteration|iter|step)\s*[:=#]?\s*(\d+)", re.I
+        r"(?:saving model to|saving checkpoint|saved checkpoint)\b.{0,256}?\bstep[=_](\d+)", re.I
+    ),
+    re.compile(
+        r"(?:saved|saving|wrote) checkpoint\b.{0,256}?\b(?:iteration|iter|step)\s*(?:[:=#]\s*)?"
+        r"(\d+)",
+        re.I,
     ),
 )
 _KV_SAVED = re.compile(
@@ -32,6 +42,7 @@ _KV_ITER = re.compile(r"(?i)(?<![\w.])(?:iter|iteration|step|global_step)=(\d+)(
 
 def parse_checkpoint(body: str) -> int | None:
     """The iteration of a completed (or started) checkpoint save named by ``body``."""
+    body = body[:MAX_CHECKPOINT_CHARS]
     lowered = body.lower()
     if (
         "checkpoint" not in lowered
@@ -47,5 +58,5 @@ def parse_checkpoint(body: str) -> int | None:
     for pattern in _PATTERNS:
         m = pattern.search(body)
         if m:
-            return int(m.group(1))
+            return small_int(m.group(1))
     return None

@@ -24,12 +24,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from trainmedic.core.badinput import small_int
+
 SIGTERM_EXITS = frozenset({-15, 143, 15})
 SIGKILL_EXITS = frozenset({-9, 137})
 SIGABRT_EXITS = frozenset({-6, 134})
 
 _ENTRY = re.compile(r"\s*\[(\d+)\]:\s*$")
-_FIELD = re.compile(r"\s+(time|host|rank|exitcode|error_file|traceback)\s*:\s*(.*?)\s*$")
+_FIELD = re.compile(r"\s+(time|host|rank|exitcode|error_file|traceback)\s*:(.*)")  # value: strip()
 _RANK = re.compile(r"(-?\d+)(?:\s*\(local_rank:\s*(\d+)\))?")
 _EXIT = re.compile(r"(-?\d+)")
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)")
@@ -68,7 +70,8 @@ class ChildFailureTracker:
     def feed(self, line_no: int, body: str) -> ChildFailure | None:
         m = _AGENT_FAILED.search(body)
         if m:
-            return ChildFailure(line=line_no, exitcode=int(m.group(1)), local_rank=int(m.group(2)))
+            exitcode, local = small_int(m.group(1)), small_int(m.group(2))
+            return ChildFailure(line=line_no, exitcode=exitcode, local_rank=local)
         if "Root Cause" in body:
             done = self._flush()
             self._in_root, self._entry_done = True, False
@@ -80,7 +83,7 @@ class ChildFailureTracker:
         if self._start is not None:
             fm = _FIELD.match(body)
             if fm:
-                self._fields[fm.group(1)] = fm.group(2)
+                self._fields[fm.group(1)] = fm.group(2).strip()
                 return None
         em = _ENTRY.match(body)
         if em:
@@ -90,8 +93,9 @@ class ChildFailureTracker:
         if self._start is not None and body.strip():
             return self._flush()
         sm = _LONE_SIGNAL.match(body)
-        if sm and not self._entry_done:
-            return ChildFailure(line=line_no, exitcode=-int(sm.group(2)), detail=sm.group(1))
+        signal = small_int(sm.group(2)) if sm else None
+        if sm and signal is not None and not self._entry_done:
+            return ChildFailure(line=line_no, exitcode=-signal, detail=sm.group(1))
         return None
 
     def close(self) -> ChildFailure | None:
@@ -108,11 +112,11 @@ class ChildFailureTracker:
         rank = local = exitcode = None
         rm = _RANK.match(fields.get("rank", ""))
         if rm:
-            rank = int(rm.group(1))
-            local = int(rm.group(2)) if rm.group(2) else None
+            rank = small_int(rm.group(1))
+            local = small_int(rm.group(2)) if rm.group(2) else None
         xm = _EXIT.match(fields.get("exitcode", ""))
         if xm:
-            exitcode = int(xm.group(1))
+            exitcode = small_int(xm.group(1))
         host = fields.get("host") or None
         return ChildFailure(
             line=start,

@@ -30,6 +30,7 @@ import calendar
 import re
 from datetime import UTC, datetime, tzinfo
 
+from trainmedic.core.badinput import small_int
 from trainmedic.core.model import LinePrefix
 
 REFERENCE_YEAR = 2024
@@ -59,8 +60,11 @@ _DMESG_T = re.compile(
     r"\[[A-Z][a-z]{2} ([A-Z][a-z]{2}) {1,2}(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4})\]\s*"
 )
 _DMESG = re.compile(r"\[\s*\+?\d+\.\d+\]\s*")
+# The thread-id gap is bounded ({0,24}): "[ \d]*" followed by "[\w./-]+" split a long run of
+# digits every way before failing (quadratic in the line).
 _GLOG = re.compile(
-    r"\[?([IWEF])(\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?[ \d]*(?:[\w./-]+:\d+)?\]\s*"
+    r"\[?([IWEF])(\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,12}))?[ \d]{0,24}"
+    r"(?:[\w./-]+:\d+)?\]\s*"
 )
 _GLOG_NODATE = re.compile(r"\[([IWEF]) [\w./-]+:\d+\]\s*")
 _RAY = re.compile(r"\((?:\w+ )?pid=\d+(?:, ip=([\d.]+))?\)\s*")
@@ -125,6 +129,11 @@ def _zone_offset(zone: str | None) -> float:
     return sign * (int(digits[:2]) * 3600 + int(digits[2:4]) * 60)
 
 
+MAX_PREFIX_CHARS = 1024
+"""Characters of a line that can hold its prefixes: the regexes never see the rest, so a
+64 KiB line of spaces or digits costs what a short one does."""
+
+
 def parse_prefix(
     line: str,
     year: int = REFERENCE_YEAR,
@@ -135,6 +144,7 @@ def parse_prefix(
     """Peel the stacked prefixes off ``line``; unknown text ends the prefix. Zone-less stamps
     are wall-clock time in ``tz`` (None: UTC). ``now`` (a live source's clock) chooses the year
     of year-less stamps; ``year`` is used without it."""
+    line = line[:MAX_PREFIX_CHARS]
     rank: int | None = None
     node: str | None = None
     timestamp: float | None = None
@@ -147,7 +157,7 @@ def parse_prefix(
         m = _RANK.match(line, pos)
         if m:
             if rank is None:
-                rank = int(m.group(1) or m.group(2) or m.group(4))
+                rank = small_int(m.group(1) or m.group(2) or m.group(4))
             pos = m.end()
             continue
         m = _ISO.match(line, pos)

@@ -31,6 +31,13 @@ import math
 import re
 from dataclasses import dataclass
 
+from trainmedic.core.badinput import MAX_INT_DIGITS, small_int
+
+MAX_PROGRESS_CHARS = 2048
+"""Characters of a line (of its last ``\\r`` segment) that are parsed for progress: real
+progress lines are a few hundred; the regexes never see more, so no line costs more."""
+_MAX_ITERATION = 10**MAX_INT_DIGITS
+
 
 @dataclass(frozen=True, slots=True)
 class ProgressLine:
@@ -49,7 +56,9 @@ class ProgressLine:
     time: float | None = None  # JSONL protocol only: Unix seconds
 
 
-_FLOAT = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|NaN|inf|-inf)"
+# Every quantifier below has one way to match a run of text (no "\d+\.?\d*" or "\s*x?\s*"
+# splits to backtrack over), so a hostile line costs linear time.
+_FLOAT = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|NaN|inf|-inf)"
 _KV = re.compile(r"(\w+)=(\S+)")
 _TRAINER = re.compile(r"(?:^|\s)iter=(\d+)(?:\s|$)")
 _MEGATRON = re.compile(r"\biteration\s+(\d+)\s*/\s*\d+\s*\|")
@@ -59,18 +68,18 @@ _MEG_FIELDS = {
     "grad_norm": re.compile(r"grad norm:\s*" + _FLOAT),
     "samples_per_s": re.compile(r"samples per second:\s*" + _FLOAT),
 }
-_TQDM = re.compile(
-    r"(?:(.*?):?\s*)?\d{1,3}%\|[^|]*\|\s*(\d+)/(\d+|\?)\s*\[([\d:]+)<[^,\]]*"
-    r"(?:,\s*" + _FLOAT + r"\s*(it/s|s/it))?([^\]]*)\]"
-)
+# The bar's description is the text before the bar (not a leading lazy group: that made a
+# line of many "1%|" cost cubic time); the rate and postfix are read from the bracket.
+_TQDM = re.compile(r"\d{1,3}%\|[^|]*\|\s*(\d+)/(?:\d+|\?)\s*\[([\d:]{1,20})<([^\]]{0,1000})\]")
+_TQDM_RATE = re.compile(r"[^,]*,\s*" + _FLOAT + r"\s*(it/s|s/it)")
 _TQDM_LOSS = re.compile(r"\bloss=" + _FLOAT)
-_DICT = re.compile(r"\{'(?:loss|train_loss|eval_loss|grad_norm|learning_rate)'.*\}")
+_DICT = re.compile(r"\{'(?:loss|train_loss|eval_loss|grad_norm|learning_rate)'[^{}]*\}")
 # The number must not go on as a dotted id: slurmstepd's "*** STEP 1.0 ON node1 CANCELLED"
 # is not step 1.
 _PLAIN = re.compile(
-    r"\b(?:step|iter|iteration)\b\s*[:=#]?\s*\[?(\d+)(?![.\d])(?:\s*/\s*\d+)?\]?", re.I
+    r"\b(?:step|iter|iteration)\b\s*(?:[:=#]\s*)?\[?(\d+)(?![.\d])(?:\s*/\s*\d+)?\]?", re.I
 )
-_PLAIN_LOSS = re.compile(r"\bloss\b\s*[:=]?\s*" + _FLOAT, re.I)
+_PLAIN_LOSS = re.compile(r"\bloss\b\s*(?:[:=]\s*)?" + _FLOAT, re.I)
 
 # What a line *does* when it names an iteration without having trained it. A word used as a
 # key or inside a name (``ckpt_s=``, ``eval_loss=``, ``lr_scheduler``, ``data_loader``) does
@@ -175,34 +184,44 @@ def _clock(text: str) -> float | None:
     """``[1:02:03`` / ``29:02`` -> seconds."""
     total = 0.0
     for part in text.split(":"):
-        if not part.isdigit():
+        if not part.isdigit() or len(part) > 6:
             return None
         total = total * 60 + int(part)
     return total
 
 
 def parse_progress(body: str) -> ProgressLine | None:
-    """The progress a line reports, or ``None`` when it reports none."""
+    """The progress a line reports, or ``None`` when it reports none (or reports an
+    iteration of more than 18 digits, which is counted as bad input)."""
+    if len(body) > MAX_PROGRESS_CHARS:
+        body = body[body.rfind("\r") + 1 :][:MAX_PROGRESS_CHARS]
     m = _TRAINER.search(body)
     if m and is_not_a_step(body):
         return None
     if m:
+        iteration = small_int(m.group(1))
+        if iteration is None:
+            return None
         fields: dict[str, float | None] = {}
         for key, value in _KV.findall(body):
             if key in _TRAINER_KEYS:
                 fields[_TRAINER_KEYS[key]] = _num(value)
-        return ProgressLine(iteration=int(m.group(1)), **fields)  # type: ignore[arg-type]
+        return ProgressLine(iteration=iteration, **fields)  # type: ignore[arg-type]
     m = _MEGATRON.search(body)
     if m:
-        return _megatron(int(m.group(1)), body)
+        iteration = small_int(m.group(1))
+        return None if iteration is None else _megatron(iteration, body)
     if "%|" in body:
         return _tqdm(body)
     if "{'" in body:
         return _hf_dict(body)
     m = _PLAIN.search(body)
     if m and not is_not_a_step(body):
+        iteration = small_int(m.group(1))
+        if iteration is None:
+            return None
         lm = _PLAIN_LOSS.search(body, m.end())
-        return ProgressLine(iteration=int(m.group(1)), loss=_num(lm.group(1)) if lm else None)
+        return ProgressLine(iteration=iteration, loss=_num(lm.group(1)) if lm else None)
     return None
 
 
@@ -228,17 +247,29 @@ def _tqdm(body: str) -> ProgressLine | None:
     if not matches:
         return None
     m = matches[-1]
-    rate, unit = _num(m.group(5)), m.group(6)
+    iteration = small_int(m.group(1))
+    if iteration is None:
+        return None
+    rest = m.group(3)
+    rm = _TQDM_RATE.match(rest)
     step_time = None
-    if rate is not None and rate > 0:
-        step_time = rate if unit == "s/it" else 1.0 / rate
-    lm = _TQDM_LOSS.search(m.group(7) or "")
-    label = (m.group(1) or "").strip().rstrip(":").strip()
+    if rm:
+        rate, unit = _num(rm.group(1)), rm.group(2)
+        if rate is not None and rate > 0:
+            step_time = rate if unit == "s/it" else 1.0 / rate
+        rest = rest[rm.end() :]
+    elif "," in rest:
+        rest = rest[rest.find(",") :]
+    else:
+        rest = ""
+    lm = _TQDM_LOSS.search(rest)
+    before = text[matches[-2].end() if len(matches) > 1 else 0 : m.start()]
+    label = before.strip().rstrip(":").strip()
     return ProgressLine(
-        iteration=int(m.group(2)),
+        iteration=iteration,
         step_time=step_time,
         loss=_num(lm.group(1)) if lm else None,
-        elapsed_s=_clock(m.group(4)),
+        elapsed_s=_clock(m.group(2)),
         label=label[-80:],
     )
 
@@ -248,11 +279,11 @@ def _hf_dict(body: str) -> ProgressLine | None:
     if not m:
         return None
     keys = dict(re.findall(r"'(\w+)':\s*'?" + _FLOAT, m.group(0)))
-    step = keys.get("step") or keys.get("global_step")
-    if step is None:
+    step = _num(keys.get("step") or keys.get("global_step"))
+    if step is None or not 0 <= step < _MAX_ITERATION:  # nan, inf and 1e400 are no step
         return None
     return ProgressLine(
-        iteration=int(float(step)),
+        iteration=int(step),
         loss=_num(keys.get("loss") or keys.get("train_loss")),
         grad_norm=_num(keys.get("grad_norm")),
     )
@@ -272,6 +303,8 @@ def parse_progress_json(line: str) -> ProgressLine | None:
     iteration = obj.get("iteration")
     if not isinstance(iteration, int) or isinstance(iteration, bool):
         return None
+    if abs(iteration) >= _MAX_ITERATION:
+        return None  # a 2**63 step would overflow the store's integer column
 
     def real(key: str) -> float | None:
         value = obj.get(key)
@@ -280,6 +313,8 @@ def parse_progress_json(line: str) -> ProgressLine | None:
         return float(value)
 
     rank = obj.get("rank")
+    if isinstance(rank, int) and abs(rank) >= _MAX_ITERATION:
+        rank = None
     return ProgressLine(
         iteration=iteration,
         loss=real("loss"),

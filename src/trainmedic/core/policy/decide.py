@@ -32,9 +32,9 @@ hardware, nodes implicated             restart_excluding     exclude the implica
 hardware, no node named                restart
 any guess (confidence < 0.5)           restart               too unsure to stop a job or drain a
                                                              node (a repeat offender may still be
-                                                             excluded); only the progress rules
-                                                             (no checkpoint across N attempts,
-                                                             budget spent) stop it
+                                                             excluded); it is stopped only by the
+                                                             same failure at the same iteration
+                                                             again, or the progress rules
 application, confident                 restart (service:     offline, where no retry follows:
                                        confirmation retry)   stop
 scheduler (preemption, time limit)     restart               spends no budget
@@ -110,8 +110,10 @@ def decide(verdict: Verdict, context: PolicyContext) -> Advice:
         return Advice(
             Action.RESTART, f"{what}: requeue from the checkpoint; spends no retry budget"
         )
-    if cat is Category.APPLICATION and verdict.confidence >= STOP_CONFIDENCE:
-        # A guess never stops a job on its own say-so; only the progress rules below may.
+    if cat is Category.APPLICATION:
+        # Even a guess (an exception no signature knows) stops here: the same failure at the
+        # same iteration after the confirmation retry is the repetition that confirms it; a
+        # first occurrence of a guess is only ever restarted (below).
         earlier = same_failure(verdict, context)
         if earlier is not None:
             where = (
@@ -123,7 +125,12 @@ def decide(verdict: Verdict, context: PolicyContext) -> Advice:
                 context,
                 f"{what}: deterministic application error, same failure at iteration "
                 f"{context.iteration} as attempt {earlier.attempt} {where}; the confirmation "
-                "retry confirmed it",
+                "retry confirmed it"
+                + (
+                    ""
+                    if verdict.confidence >= STOP_CONFIDENCE
+                    else " (the verdict alone was a guess; the repetition is the evidence)"
+                ),
             )
     streak = attempts_without_checkpoint(verdict, context)
     if streak >= cfg.max_attempts_without_checkpoint:

@@ -30,7 +30,12 @@ _PCI = re.compile(r"(?:[0-9a-fA-F]{4,8}:)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.
 _DIGITS = b"0123456789"
 _DIGITS_TABLE = str.maketrans("", "", "0123456789")
 _MEMO_SIZE = 1 << 14  # shapes remembered; a log has a few hundred in practice
-MAX_LINE = 65536  # characters of one line that are matched (head and tail)
+MAX_LINE = 1024
+"""Characters of one line that the regexes see (its head and tail). Several catalogue
+patterns backtrack quadratically on hostile text (a run of spaces after "exitcode", a path
+of dots after "Permission denied"); at 1024 characters the worst line costs tens of
+milliseconds, where 64 KiB cost minutes. Real error lines name their mechanism in the first
+or last few hundred characters."""
 _MEMO_MAX_LINE = 4096  # longer lines skip the memo (rare, and costly to keep as keys)
 
 

@@ -14,10 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from trainmedic.core.badinput import BAD_INPUT, MAX_INT_DIGITS, BadInput
 from trainmedic.core.errors import SchedulerError
 from trainmedic.core.states import JobState, NodeState
 from trainmedic.schedulers.base import JobInfo, NodeInfo
-from trainmedic.schedulers.slurm.hostlist import HostlistError, expand_hostlist
+from trainmedic.schedulers.slurm.hostlist import HostlistError, expand_hostlist, validate_node_name
 
 _JOB_STATES: dict[str, JobState] = {s.value: s for s in JobState}
 # Slurm states without a JobState of their own (newer releases print some as flags).
@@ -49,11 +50,34 @@ def job_state(name: str) -> JobState:
     return _JOB_STATES.get(name) or _JOB_STATE_ALIASES.get(name, JobState.UNKNOWN)
 
 
+# Exceptions a malformed record can raise inside a parser; one record's is caught, counted
+# and the record skipped, so the rest of the answer is still used.
+RECORD_ERRORS = (
+    SchedulerError,
+    KeyError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    OverflowError,
+    RecursionError,
+)
+
+
+def _json_int(literal: str) -> int | str:
+    """``json``'s integer hook: a literal too long for an id or count stays a string (the
+    record using it is then refused as malformed), instead of ``int()`` raising on 4300+
+    digits and losing the whole answer."""
+    if len(literal.lstrip("-")) > MAX_INT_DIGITS:
+        return literal
+    return int(literal)
+
+
 def load_json_object(text: str | bytes, what: str) -> dict[str, Any]:
     try:
-        doc = json.loads(text)
-    except ValueError as err:
-        raise SchedulerError(f"{what}: output is not JSON ({err})") from None
+        doc = json.loads(text, parse_int=_json_int)
+    except (ValueError, RecursionError) as err:
+        BAD_INPUT.count(BadInput.SLURM_OUTPUT)
+        raise SchedulerError(f"{what}: output is not JSON ({str(err)[:200]})") from None
     if not isinstance(doc, dict):
         raise SchedulerError(f"{what}: expected a JSON object, got {type(doc).__name__}")
     errors = doc.get("errors")
@@ -91,6 +115,11 @@ def _number(raw: object) -> int:
     return 0
 
 
+def _is_count(value: object) -> bool:
+    """A non-negative JSON integer (not a bool, not an over-long literal kept as text)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 _OUTPUT_TOKEN = re.compile(r"%([jJxuAaN%])")
 
 
@@ -120,10 +149,12 @@ def expand_output_path(pattern: str, job: Mapping[str, Any], job_id: str) -> str
 def job_from_squeue(job: Mapping[str, Any]) -> JobInfo:
     """One element of ``squeue --json``'s ``jobs`` as a JobInfo."""
     try:
-        numeric = int(job["job_id"])
+        numeric = job["job_id"]
         raw_state = job["job_state"]
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError):
         raise SchedulerError(f"squeue --json: job without job_id/job_state: {job!r:.200}") from None
+    if not _is_count(numeric):
+        raise SchedulerError(f"squeue --json: job_id is not a job number: {numeric!r:.40}")
     flags: list[str] = []
     if isinstance(raw_state, list):  # 23.02+: ["PENDING", "REQUEUED"]
         flags = [str(s).upper() for s in raw_state[1:]]
@@ -134,6 +165,8 @@ def job_from_squeue(job: Mapping[str, Any]) -> JobInfo:
     array_job = job.get("array_job_id") or 0
     if isinstance(array_task, dict):
         array_task = array_task.get("number") if array_task.get("set") else None
+    if array_task is not None and not _is_count(array_task):
+        raise SchedulerError(f"squeue --json: job {numeric}: bad array_task_id {array_task!r:.40}")
     job_id = f"{_number(array_job)}_{array_task}" if array_task is not None else str(numeric)
     reason = str(job.get("state_reason") or "")
     reason = "" if reason == "None" else reason
@@ -171,11 +204,20 @@ def job_from_squeue(job: Mapping[str, Any]) -> JobInfo:
 
 
 def parse_squeue_json(text: str | bytes) -> tuple[JobInfo, ...]:
-    """``squeue --json -t all`` -> one JobInfo per job (array tasks as ``123_4``)."""
+    """``squeue --json -t all`` -> one JobInfo per job (array tasks as ``123_4``).
+
+    A job record that does not parse is skipped (and counted as ``slurm_job`` bad input):
+    one user's odd job never hides every other job from the service."""
     jobs = load_json_object(text, "squeue --json").get("jobs")
     if not isinstance(jobs, list):
         raise SchedulerError("squeue --json: no 'jobs' list in output")
-    return tuple(job_from_squeue(j) for j in jobs)
+    parsed: list[JobInfo] = []
+    for raw in jobs:
+        try:
+            parsed.append(job_from_squeue(raw))
+        except RECORD_ERRORS:
+            BAD_INPUT.count(BadInput.SLURM_JOB)
+    return tuple(parsed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +269,9 @@ def _node_info(node: Mapping[str, Any]) -> NodeInfo:
     except (KeyError, TypeError):
         raise SchedulerError(f"sinfo --json: node without name/state: {node!r:.200}") from None
     state, drain = classify_node_state(raw_state, node.get("state_flags"))
-    return NodeInfo(str(name), state, drain, str(node.get("reason") or ""))
+    if not isinstance(name, str):
+        raise SchedulerError(f"sinfo --json: node name is not a string: {name!r:.60}")
+    return NodeInfo(validate_node_name(name), state, drain, str(node.get("reason") or ""))
 
 
 def node_from_sinfo(node: Mapping[str, Any]) -> SlurmNode:
@@ -249,7 +293,11 @@ def parse_sinfo_nodes(text: str | bytes) -> tuple[SlurmNode, ...]:
     """``sinfo --json`` with partitions and CPUs (what requeue planning needs)."""
     seen: dict[str, SlurmNode] = {}
     for raw in _sinfo_nodes(text):
-        node = node_from_sinfo(raw)
+        try:
+            node = node_from_sinfo(raw)
+        except RECORD_ERRORS:
+            BAD_INPUT.count(BadInput.SLURM_NODE)
+            continue
         seen.setdefault(node.info.name, node)
     return tuple(seen.values())
 
@@ -258,7 +306,11 @@ def parse_sinfo_json(text: str | bytes) -> tuple[NodeInfo, ...]:
     """``sinfo --json`` -> one NodeInfo per node (DOWN / FAIL / NOT_RESPONDING, drain flag)."""
     seen: dict[str, NodeInfo] = {}
     for raw in _sinfo_nodes(text):
-        info = _node_info(raw)
+        try:
+            info = _node_info(raw)
+        except RECORD_ERRORS:
+            BAD_INPUT.count(BadInput.SLURM_NODE)
+            continue
         if info.name not in seen:
             seen[info.name] = info
     return tuple(seen.values())

@@ -7,50 +7,100 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from trainmedic.core.badinput import BAD_INPUT, BadInput, small_int
 from trainmedic.core.errors import SchedulerError
 from trainmedic.core.states import JobState, NodeState
 from trainmedic.schedulers.slurm.hostlist import HostlistError, expand_hostlist
 from trainmedic.schedulers.slurm.parse import HELD_REASONS, job_state
 
 _KEY = re.compile(r"(?:^|(?<=\s))([A-Za-z][A-Za-z0-9_/:]*)=")
-# Every key 22.05 prints for a job or a node: inside a free-text value only these end it.
-_KNOWN_KEYS_22_05 = """
-    JobId JobName UserId GroupId MCS_label Priority Nice Account QOS JobState Reason
-    Dependency Requeue Restarts BatchFlag Reboot ExitCode DerivedExitCode RunTime TimeLimit
-    TimeMin SubmitTime EligibleTime AccrueTime StartTime EndTime Deadline SuspendTime
-    SecsPreSuspend LastSchedEval Scheduler Partition AllocNode:Sid ReqNodeList ExcNodeList
-    NodeList BatchHost NumNodes NumCPUs NumTasks CPUs/Task ReqB:S:C:T TRES Socks/Node
-    NtasksPerN:B:S:C CoreSpec MinCPUsNode MinMemoryNode MinTmpDiskNode Features DelayBoot
-    OverSubscribe Contiguous Licenses Network Command WorkDir StdErr StdIn StdOut Power
-    Comment AdminComment SystemComment ArrayJobId ArrayTaskId ArrayTaskThrottle
+# The keys 22.05 prints, in the order it prints them (recorded in tests/data/slurm/; the
+# optional ones where slurm_sprint_job_info puts them). Each key is printed once, and only
+# in this order: that is what tells a real field from "Key=" text inside a user's value.
+_JOB_ORDER_22_05 = """
+    JobId ArrayJobId ArrayTaskId ArrayTaskThrottle JobName UserId GroupId MCS_label Priority
+    Nice Account QOS JobState Reason Dependency Requeue Restarts BatchFlag Reboot ExitCode
+    RunTime TimeLimit TimeMin SubmitTime EligibleTime AccrueTime StartTime EndTime Deadline
+    SuspendTime SecsPreSuspend LastSchedEval Scheduler Partition AllocNode:Sid ReqNodeList
+    ExcNodeList NodeList BatchHost NumNodes NumCPUs NumTasks CPUs/Task ReqB:S:C:T TRES
+    Socks/Node NtasksPerN:B:S:C CoreSpec MinCPUsNode MinMemoryNode MinMemoryCPU
+    MinTmpDiskNode Features DelayBoot OverSubscribe Contiguous Licenses Network Command
+    WorkDir AdminComment SystemComment Comment StdErr StdIn StdOut Power"""
+_NODE_ORDER_22_05 = """
     NodeName Arch CoresPerSocket CPUAlloc CPUEfctv CPUTot CPULoad AvailableFeatures
     ActiveFeatures Gres NodeAddr NodeHostName Port Version OS RealMemory AllocMem FreeMem
-    Sockets Boards State ThreadsPerCore TmpDisk Weight Owner Partitions BootTime
+    Sockets Boards State ThreadsPerCore TmpDisk Weight Owner MCS_label Partitions BootTime
     SlurmdStartTime LastBusyTime CfgTRES AllocTRES CapWatts CurrentWatts AveWatts
-    ExtSensorsJoules ExtSensorsWatts ExtSensorsTemp GresUsed"""
-KNOWN_KEYS = frozenset(_KNOWN_KEYS_22_05.split())
+    ExtSensorsJoules ExtSensorsWatts ExtSensorsTemp Reason"""
+JOB_KEY_ORDER = {key: rank for rank, key in enumerate(_JOB_ORDER_22_05.split())}
+NODE_KEY_ORDER = {key: rank for rank, key in enumerate(_NODE_ORDER_22_05.split())}
+KNOWN_KEYS = frozenset(JOB_KEY_ORDER) | frozenset(NODE_KEY_ORDER)
 FREE_TEXT_KEYS = frozenset(
     {"Comment", "AdminComment", "SystemComment", "Command", "WorkDir", "StdErr", "StdIn"}
     | {"StdOut", "OS", "Reason", "JobName", "Dependency"}
 )
+# Printed for every job (node) by 22.05: a record without one of them was split at a fake
+# key (a job name "x Comment=y" would swallow every field up to the real comment).
+REQUIRED_JOB_KEYS: tuple[str, ...] = ("JobId", "JobName", "UserId", "JobState", "Restarts")
+REQUIRED_JOB_KEYS += ("Partition", "NodeList", "NumNodes")
+REQUIRED_NODE_KEYS = ("NodeName", "State")
+MAX_RECORD_CHARS = 1 << 20
+"""A longer ``scontrol -o`` line (a megabyte of comment) is refused, not parsed."""
 _REASON_STAMP = re.compile(r"\s*\[[^\[\]@]*@[^\[\]]*\]\s*$")
 _NULL = ("(null)", "N/A", "")
 
 
+def _ambiguous(line: str, key: str, why: str) -> SchedulerError:
+    BAD_INPUT.count(BadInput.SCONTROL_RECORD)
+    head = line.split(" ", 1)[0][:40]
+    return SchedulerError(f"scontrol show: record {head}: ambiguous '{key}=' ({why}): refused")
+
+
 def parse_scontrol_record(line: str) -> dict[str, str]:
-    """One ``scontrol -o`` line as a dict (values stripped, '(null)' kept as is)."""
+    """One ``scontrol -o`` line as a dict (values stripped, '(null)' kept as is).
+
+    scontrol does not escape values, so a job name, comment or path may contain text that
+    looks like another field (``--comment "x StdOut=/etc/shadow"``). A known key starts a
+    field only in Slurm's own order and only once; "Key=" inside a free-text value that
+    could not be that field (its key comes earlier) is text. A record that can be read two
+    ways (the key could be the real field or text) raises SchedulerError: refused, never
+    guessed."""
+    if len(line) > MAX_RECORD_CHARS:
+        raise _ambiguous(line, "", f"record over {MAX_RECORD_CHARS} characters")
+    order = NODE_KEY_ORDER if line.startswith("NodeName=") else JOB_KEY_ORDER
     fields: dict[str, str] = {}
     key: str | None = None
+    key_rank = -1
     start = 0
     for m in _KEY.finditer(line):
         name = m.group(1)
-        if key is not None and key in FREE_TEXT_KEYS and name not in KNOWN_KEYS:
-            continue  # "a=b" inside a comment or command line, not a new field
+        rank = order.get(name)
         if key is not None:
+            repeated = name in fields or name == key
+            in_order = rank is not None and rank > key_rank and not repeated
+            if key in FREE_TEXT_KEYS:
+                if rank is None or not in_order:
+                    if rank is not None and rank >= order.get(key, -1):
+                        # e.g. "StdOut=" inside StdOut's own value, or a second "StdOut="
+                        # after one that came from a comment: either could be the real one.
+                        raise _ambiguous(line, name, f"repeated inside the value of {key}")
+                    continue  # "a=b" or an earlier field's key inside a comment: text
+            elif rank is not None and not in_order:
+                raise _ambiguous(line, name, f"repeated or out of order after {key}")
             fields[key] = line[start : m.start()].strip()
         key, start = name, m.end()
+        if rank is not None:
+            key_rank = rank
     if key is not None:
         fields[key] = line[start:].strip()
+    return fields
+
+
+def _record(line: str, required: tuple[str, ...]) -> dict[str, str]:
+    fields = parse_scontrol_record(line)
+    missing = [k for k in required if k not in fields]
+    if missing:
+        raise _ambiguous(line, missing[0], "missing: a value swallowed it")
     return fields
 
 
@@ -60,9 +110,10 @@ def _value(fields: dict[str, str], key: str) -> str:
 
 
 def _int(fields: dict[str, str], key: str) -> int:
-    """Leading digits (``NumNodes=2-4`` is a range: its minimum); 0 when there are none."""
+    """Leading digits (``NumNodes=2-4`` is a range: its minimum); 0 when there are none or
+    too many to be a count."""
     m = re.match(r"\d+", _value(fields, key))
-    return int(m.group()) if m else 0
+    return (small_int(m.group()) or 0) if m else 0
 
 
 def _hosts(fields: dict[str, str], key: str) -> tuple[str, ...]:
@@ -101,9 +152,9 @@ def parse_scontrol_job(text: str) -> JobDetails:
     line = next((ln for ln in text.splitlines() if ln.startswith("JobId=")), None)
     if line is None:
         raise SchedulerError(f"scontrol show job: no JobId= record in {text[:120]!r}")
-    f = parse_scontrol_record(line)
+    f = _record(line, REQUIRED_JOB_KEYS)
     job_id = f["JobId"]
-    if _value(f, "ArrayTaskId"):
+    if _value(f, "ArrayTaskId") and _value(f, "ArrayJobId"):
         job_id = f"{f['ArrayJobId']}_{f['ArrayTaskId']}"
     state = job_state(f.get("JobState", "UNKNOWN"))
     reason = _value(f, "Reason")
@@ -148,7 +199,7 @@ def parse_scontrol_node(text: str) -> NodeDetails:
     line = next((ln for ln in text.splitlines() if ln.startswith("NodeName=")), None)
     if line is None:
         raise SchedulerError(f"scontrol show node: no NodeName= record in {text[:120]!r}")
-    f = parse_scontrol_record(line)
+    f = _record(line, REQUIRED_NODE_KEYS)
     raw = f.get("State", "UNKNOWN")
     parts = raw.upper().split("+")
     base = parts[0].rstrip("*~#$@^-!%")

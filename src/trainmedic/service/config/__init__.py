@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from trainmedic.core.policy.config import PolicyConfig, RetryBudgets
 from trainmedic.service.config.loader import (
+    READ_TOKEN_ENV,
     STATE_DIR_ENV,
     TOKEN_ENV,
     apply_policy_overrides,
@@ -42,6 +43,7 @@ from trainmedic.service.config.loader import (
     load_config,
 )
 from trainmedic.service.config.sections import (
+    ApiConfig,
     Config,
     LocalConfig,
     SchedulerConfig,
@@ -54,8 +56,10 @@ from trainmedic.service.config.sections import (
 )
 
 __all__ = [
+    "READ_TOKEN_ENV",
     "STATE_DIR_ENV",
     "TOKEN_ENV",
+    "ApiConfig",
     "Config",
     "LocalConfig",
     "PolicyConfig",

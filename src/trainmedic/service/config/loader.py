@@ -23,6 +23,7 @@ from trainmedic.core.tomlschema import as_plain_dict, build
 from trainmedic.service.config.sections import DB_FILE_NAME, Config, ServiceConfig
 
 TOKEN_ENV = "TRAINMEDIC_API_TOKEN"
+READ_TOKEN_ENV = "TRAINMEDIC_API_READ_TOKEN"
 STATE_DIR_ENV = "TRAINMEDIC_STATE_DIR"
 
 
@@ -65,8 +66,9 @@ def _resolve(config: Config, env: Mapping[str, str]) -> Config:
     state_dir = str(Path(state_dir).expanduser())
     db_url = service.db_url or f"sqlite:///{Path(state_dir) / DB_FILE_NAME}"
     token = service.api_token or env.get(TOKEN_ENV, "")
+    read_token = service.api_read_token or env.get(READ_TOKEN_ENV, "")
     resolved: ServiceConfig = dataclasses.replace(
-        service, state_dir=state_dir, db_url=db_url, api_token=token
+        service, state_dir=state_dir, db_url=db_url, api_token=token, api_read_token=read_token
     )
     return dataclasses.replace(config, service=resolved)
 

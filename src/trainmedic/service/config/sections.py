@@ -40,8 +40,12 @@ class ServiceConfig:
     api_port: int = DEFAULT_API_PORT
     """Port of the HTTP API."""
     api_token: str = ""
-    """Bearer token for the API's mutating endpoints. "" = ``$TRAINMEDIC_API_TOKEN``; with
-    neither, mutating endpoints are refused (403)."""
+    """Bearer token for the API's mutating endpoints (the write token; it also reads).
+    "" = ``$TRAINMEDIC_API_TOKEN``; with neither, mutating endpoints are refused (403)."""
+    api_read_token: str = ""
+    """Bearer token for the API's read endpoints (jobs, incidents, advice, nodes, metrics;
+    ``/healthz`` needs none). "" = ``$TRAINMEDIC_API_READ_TOKEN``; with neither it nor a
+    write token, reads are refused (403)."""
     unwatch_after_s: float = 300.0
     """A job that ended (or that the scheduler no longer knows) and has no advice in progress
     is unwatched this long after: its files are closed and its state dropped."""
@@ -51,6 +55,42 @@ class ServiceConfig:
         positive("service.unwatch_after_s", self.unwatch_after_s)
         if not 0 < self.api_port < 65536:
             raise ValueError(f"service.api_port must be in 1..65535, got {self.api_port}")
+
+
+DEFAULT_MAX_BODY_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ApiConfig:
+    """``[api]``: what the HTTP API accepts (address, port and tokens are in ``[service]``)."""
+
+    allowed_roots: tuple[str, ...] = ()
+    """Directories under which ``POST /jobs`` accepts log files, kernel logs and checkpoint
+    directories (absolute; symbolic links resolved). Empty: any job registered through the
+    API must name no path at all."""
+    allowed_partitions: tuple[str, ...] = ()
+    """Partitions ``POST /jobs`` accepts (empty: any)."""
+    allowed_jobs: tuple[str, ...] = ()
+    """Job ids ``POST /jobs`` accepts, as shell-style patterns ("12*", "train-?"); empty: any."""
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    """Largest request body accepted; a larger one is refused (413) before it is parsed."""
+    tls_certfile: str = ""
+    """PEM certificate: with ``tls_keyfile`` the API is served over HTTPS."""
+    tls_keyfile: str = ""
+    """PEM private key of ``tls_certfile``."""
+
+    def __post_init__(self) -> None:
+        for root in self.allowed_roots:
+            if not root.startswith("/"):
+                raise ValueError(f"api.allowed_roots must be absolute paths, got {root!r}")
+        if self.max_body_bytes < 1024:
+            raise ValueError(f"api.max_body_bytes must be >= 1024, got {self.max_body_bytes}")
+        if bool(self.tls_certfile) != bool(self.tls_keyfile):
+            raise ValueError("api.tls_certfile and api.tls_keyfile go together")
+
+    @property
+    def tls(self) -> bool:
+        return bool(self.tls_certfile and self.tls_keyfile)
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +318,7 @@ class Config:
     in ``trainmedic.core.attribute.hook.HookConfig``)."""
     sources: SourcesConfig = field(default_factory=SourcesConfig)
     watchdog: WatchdogConfig = field(default_factory=WatchdogConfig)
+    api: ApiConfig = field(default_factory=ApiConfig)
 
     def __post_init__(self) -> None:
         resolve_timezone(self.detect.log_timezone)  # an unknown zone fails on load
