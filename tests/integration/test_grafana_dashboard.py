@@ -50,11 +50,11 @@ def test_every_metric_the_dashboard_queries_exists(tmp_path: Path) -> None:
     notifier = Notifier(NotifyConfig(json_urls=("http://127.0.0.1:9/hook",)))
     app = create_app(
         Store(sqlite_url(str(tmp_path / "tm.db"))),
-        default_config({"HOME": str(tmp_path)}),
+        default_config({"HOME": str(tmp_path), "TRAINMEDIC_API_READ_TOKEN": "r"}),
         collectors=[notifier.collector()],
     )
     with ApiServer(app) as server:
-        text = httpx.get(f"{server.url}/metrics").text
+        text = httpx.get(f"{server.url}/metrics", headers={"Authorization": "Bearer r"}).text
     notifier.close(1)
     missing = sorted(_queried() - _exposed(text))
     assert not missing, f"the dashboard queries metrics /metrics lacks: {missing}"

@@ -146,10 +146,10 @@ def test_a_failing_receiver_is_reported_in_metrics(tmp_path: Path, receiver: Rec
         notifier.publish(Message("advice", {"event": "advice"}, "x"))
     assert notifier.flush(10)
     url = sqlite_url(str(tmp_path / "tm.db"))
-    app = create_app(Store(url), default_config({"HOME": str(tmp_path)}),
-                     collectors=[notifier.collector()])  # fmt: skip
+    config = default_config({"HOME": str(tmp_path), "TRAINMEDIC_API_READ_TOKEN": "r"})
+    app = create_app(Store(url), config, collectors=[notifier.collector()])
     with ApiServer(app) as server:
-        text = httpx.get(f"{server.url}/metrics").text
+        text = httpx.get(f"{server.url}/metrics", headers={"Authorization": "Bearer r"}).text
     assert 'trainmedic_webhook_failures_total{target="json-0"} 3.0' in text
     assert 'trainmedic_webhook_retries_total{target="json-0"} 3.0' in text
     assert receiver.url not in text  # a webhook URL may be a secret

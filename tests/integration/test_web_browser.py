@@ -108,7 +108,11 @@ def browser(served: Served) -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1360, "height": 900})
+    # Reads need a token (the write token reads too): the browser sends it as a bearer header.
+    context = browser.new_context(
+        viewport={"width": 1360, "height": 900},
+        extra_http_headers={"Authorization": f"Bearer {TOKEN}"},
+    )
     try:
         yield context.new_page()
     finally:
@@ -220,7 +224,7 @@ def test_serve_serves_the_pages(tmp_path: Path, browser: Any) -> None:
             assert serve.poll() is None, serve.stdout.read() if serve.stdout else ""
             assert time.monotonic() < deadline, "trainmedic serve did not answer"
             time.sleep(0.3)
-        context = browser.new_context()
+        context = browser.new_context(extra_http_headers={"Authorization": f"Bearer {TOKEN}"})
         page = context.new_page()
         page.goto(url)  # / redirects to the cluster page
         assert page.url == f"{url}/ui"
