@@ -188,6 +188,10 @@ def scan_lines(
                 before = list(ring)[:-1]
                 out.add(hits, line_no - 1, joined, year or REFERENCE_YEAR, before, frames)
         else:
+            hits = ()
+        if not hits:
+            # Not a wrap that completes a match (lines of one format often share a width):
+            # the line stands on its own.
             hits = () if ignored else match(text, shape) if shape else match(_view(text))
             if hits:
                 out.add(hits, line_no, text, year or REFERENCE_YEAR, list(ring), frames)
