@@ -186,6 +186,7 @@ def _combine(source: str, scans: list[FileScan], skipped: tuple[str, ...]) -> An
             frame_ops=tuple(f for s in scans for f in s.collectives.frame_ops),
             notes=tuple(n for s in scans for n in s.collectives.notes),
         ),
+        stack_dumps=tuple(d for s in scans for d in s.stack_dumps),
     )
     verdict = attribute(events, facts=facts)
     return AnalysisResult(

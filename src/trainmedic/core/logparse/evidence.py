@@ -71,7 +71,8 @@ _NOT_FAILURE = re.compile(
     # error_code=0), a zero exit status, a state that says the work succeeded
     r"|(?-i:(?<![A-Za-z])[a-z_]*(?:error|fail)[a-z_]*)[\"']?\s*[:=]\s*"
     r"(?:0\b(?![.,]\d)|null\b|None\b|false\b|\"\"|''|\[\]|\{\})"
-    r"|\b(?:exit ?code|exit status|exitcode|return ?code|returncode|rc)[\"']?\s*[:=]?\s*0\b(?![.,]\d)"
+    r"|\b(?:exit ?code|exit status|exitcode|return ?code|returncode|rc)[\"']?\s*[:=]?\s*"
+    r"0\b(?![.,]\d)"
     r"|\bSUCCEEDED\b|\bstate[\"']?\s*[:=]\s*[\"']?(?:succeeded|completed|success)\b"
     r"|error_file|on_error|errors=|error_handler|_timeout\b|timeout_|\btimeout\s*[=:]\s*\d"
     r"|raise_on|fail_on|fault.?toleran|auto.?requeue|--\w*(?:timeout|error|fail)\w*"

@@ -23,6 +23,7 @@ from trainmedic.core.logparse.collective import CollectiveTrace, CollectiveTrack
 from trainmedic.core.logparse.elastic import ChildFailure, ChildFailureTracker
 from trainmedic.core.logparse.evidence import EvidenceCollector, EvidenceLine, may_be_evidence
 from trainmedic.core.logparse.prefix import REFERENCE_YEAR, full_date_year, parse_prefix
+from trainmedic.core.logparse.stackdump import StackDump, StackDumpTracker
 from trainmedic.core.logparse.structured import StructuredScan
 from trainmedic.core.logparse.summary import ProgressSummary
 from trainmedic.core.logparse.timeline import Timeline, TimelineTracker
@@ -39,7 +40,7 @@ _RANK_LEAD = re.compile(r"\[rank(\d{1,6})\]:")
 _MAX_RANKS = 100_000
 _SHAPES = 1 << 14
 _SHAPE_MAX = 4096  # longer lines are not memoised (the matcher's own bound)
-_EVIDENCE, _STRUCTURED, _PROGRESS, _TIMELINE, _COLLECTIVE = 1, 2, 4, 8, 16
+_EVIDENCE, _STRUCTURED, _PROGRESS, _TIMELINE, _COLLECTIVE, _STACK = 1, 2, 4, 8, 16, 32
 
 
 def _kinds(raw: bytes, text: str, structured: StructuredScan) -> int:
@@ -51,6 +52,7 @@ def _kinds(raw: bytes, text: str, structured: StructuredScan) -> int:
         | (_PROGRESS if TimelineTracker.is_candidate(text) else 0)
         | (_TIMELINE if TimelineTracker.wants(text) else 0)
         | (_COLLECTIVE if CollectiveTracker.wants(text) else 0)
+        | (_STACK if StackDumpTracker.wants(text) else 0)
     )
 
 
@@ -71,6 +73,7 @@ class FileScan:
     evidence_count: int = 0
     timeline: Timeline = field(default_factory=Timeline)
     collectives: CollectiveTrace = field(default_factory=CollectiveTrace)
+    stack_dumps: tuple[StackDump, ...] = ()  # faulthandler / py-spy thread dumps
 
 
 IGNORED_MARK = "Exception ignored in"
@@ -122,6 +125,7 @@ def scan_lines(
     evidence = EvidenceCollector(path)
     timeline = TimelineTracker()
     collectives = CollectiveTracker()
+    stacks = StackDumpTracker()
     shapes: dict[bytes, int] = {}  # line shape -> which trackers want such lines
     ring: deque[tuple[int, str]] = deque(maxlen=limits.window_before)
     tracebacks = TracebackTracker()
@@ -209,6 +213,8 @@ def scan_lines(
                 timeline.observe(line_no, text)
         if kinds & _COLLECTIVE:
             collectives.observe(line_no, text)
+        if kinds & _STACK or stacks.active:
+            stacks.feed(line_no, text[parse_prefix(text).body_start :])
         ring.append((line_no, text[: limits.window_chars]))
         prev = text
     tail = failures.close()
@@ -231,4 +237,5 @@ def scan_lines(
         evidence_count=evidence.count,
         timeline=timeline.timeline(line_no, path),
         collectives=collectives.trace(),
+        stack_dumps=stacks.dumps(),
     )
