@@ -47,10 +47,12 @@ _FINISHED = re.compile(
 _INIT_START = re.compile(
     r"Initializing TorchBackend|[Ii]nitializing (?:ddp|distributed|torch distributed"
     r"|process group)\b|Rendezvous'ing worker group|Waiting in store based barrier"
+    r"|Setting up process group for"
 )
 _INIT_DONE = re.compile(
     r"processes registered|Init COMPLETE|Rendezvous complete|[Cc]ompleted store-based barrier"
     r"|Distributed environment:|initialized tensor model parallel|initialized data parallel"
+    r"|Distributed environment is initialized|[Ss]tarted distributed worker"
 )
 
 
@@ -63,6 +65,9 @@ _TRIGGERS = (
     "Init COMPLETE",
     "Distributed environment",
     "nitialized ",
+    "process group for",
+    "istributed worker",
+    "environment is",
     "running for",
     "RUNNING",
     " R ",
