@@ -66,7 +66,7 @@ _QUIET_LEVEL = re.compile(
 _QUIET_PREFIX = re.compile(r"(?:^|[\[\s:])[IWD]\d{3,4} ")
 _NOT_FAILURE = re.compile(
     r"(?i)\b(?:no|0|zero|without|ignor\w*|suppress\w*)\s+(?:errors?|failures?|exceptions?)\b"
-    r"|\b0 (?:\w+ )?(?:failed|errored)\b"
+    r"|\b(?:no|0) (?:\w+ )?(?:failed|failing|errored)\b"
     r"|\b(?:errors?|failures?|failed|fails|nan iterations|skipped iterations)\s*[:=]\s*0\b"
     # success summaries: a zero or empty error field ("failed": 0, "raw_error": null,
     # error_code=0), a zero exit status, a state that says the work succeeded
