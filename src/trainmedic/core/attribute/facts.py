@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from trainmedic.core.logparse.collective import CollectiveTrace
 from trainmedic.core.logparse.elastic import ChildFailure
 from trainmedic.core.logparse.evidence import EvidenceLine
+from trainmedic.core.logparse.stackdump import StackDump
 from trainmedic.core.logparse.summary import ProgressSummary
 from trainmedic.core.logparse.timeline import Timeline
 from trainmedic.core.model import Event
@@ -36,3 +37,5 @@ class JobFacts:
     timelines: tuple[Timeline, ...] = ()
     # What the ranks said about their collectives (NCCL trace, frames, analyser notes).
     collectives: CollectiveTrace | None = None
+    # Thread stack dumps (faulthandler, py-spy): where a process waited when someone looked.
+    stack_dumps: tuple[StackDump, ...] = ()

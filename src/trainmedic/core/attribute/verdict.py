@@ -39,8 +39,10 @@ from trainmedic.core.attribute.phase import (
     solo_phase,
     stuck_in_nccl_setup,
 )
+from trainmedic.core.attribute.recurring import recurring_context
 from trainmedic.core.attribute.root import choose_root
 from trainmedic.core.attribute.rules import refine_with_support
+from trainmedic.core.attribute.stuck import rendezvous_never_completed, stuck_in_stack_dump
 from trainmedic.core.attribute.timeline import loss_diverged, stalled_while_running
 from trainmedic.core.logparse.elastic import SIGABRT_EXITS
 from trainmedic.core.model import (
@@ -156,13 +158,15 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
         return _from_root(uncaught[0], events, facts, confidence_cap=UNCAUGHT_CONFIDENCE)
     # Hardware context with nothing else (e.g. only "Xid 45 caused by previous Xid 149"):
     # the kernel still says what broke, with less certainty.
-    # Weak hardware context counts only from the kernel (corrected AER, MCE "events logged").
+    # Weak hardware context counts only from the kernel (corrected AER, MCE "events logged"),
+    # or when it recurs (a stream of corrected errors on one node: a part wearing out).
+    recurring = recurring_context(events)
     hw_context = [
         e
         for e in events
         if e.role is Role.CONTEXT
         and e.category.is_hardware()
-        and (e.strong or e.evidence is EvidenceSource.KERNEL_LOG)
+        and (e.strong or e.evidence is EvidenceSource.KERNEL_LOG or id(e) in recurring)
     ]
     strong_context = [e for e in hw_context if e.strong]
     if strong_context:
@@ -170,10 +174,15 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
     if cascades:
         return _cascade_only(cascades, events, facts, hw_context)
     if hw_context:
-        return _from_root(hw_context[0], events, facts, confidence_cap=0.4)
+        first = hw_context[0]
+        note = recurring.get(id(first), "")
+        return _from_root(first, events, facts, confidence_cap=0.4, note=note)
     finding = loss_diverged(facts.timelines) or stalled_while_running(facts.timelines)
     if finding is not None:
         return _from_finding(finding, events, facts, (), layer="mechanism (time structure)")
+    finding = stuck_in_stack_dump(facts.stack_dumps)
+    if finding is not None:
+        return _from_finding(finding, events, facts, (), layer="mechanism (stack dump)")
     teardown = [e for e in events if e.role is Role.TEARDOWN]
     if teardown or first_real_failure(facts.child_failures) is not None:
         return _teardown_only(teardown, events, facts)
@@ -182,8 +191,10 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
         return _from_finding(finding, events, facts, (), layer="mechanism (collective)")
     # NCCL saying it connected all rings/trees means its setup finished: not stuck inside it.
     connected = any(t.nccl_connected for t in facts.timelines)
-    finding = silence_after_init(facts.progress) or (
-        None if connected else stuck_in_nccl_setup(facts.progress)
+    finding = (
+        rendezvous_never_completed(facts.timelines, facts.progress)
+        or silence_after_init(facts.progress)
+        or (None if connected else stuck_in_nccl_setup(facts.progress))
     )
     if finding is not None:
         return _from_finding(finding, events, facts, ())
@@ -226,7 +237,11 @@ def _named_by_evidence(verdict: Verdict, facts: JobFacts) -> Verdict:
 
 
 def _from_root(
-    root: Event, events: Sequence[Event], facts: JobFacts, confidence_cap: float = 1.0
+    root: Event,
+    events: Sequence[Event],
+    facts: JobFacts,
+    confidence_cap: float = 1.0,
+    note: str = "",
 ) -> Verdict:
     found = refine_with_support(root, events, facts.neighbours.get(root, ""))
     rule = found[0] if found else None
@@ -243,6 +258,8 @@ def _from_root(
         basis += f"; {found[0].basis} ({found[0].id}: {found[1]})"
     if phase is not None:
         basis += f"; {phase.basis}"
+    if note:
+        basis += f"; {note}"
     return Verdict(
         failure=True,
         kind=root.kind if root.kind is not Kind.NONE else Kind.CRASH,

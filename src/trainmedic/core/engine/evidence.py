@@ -81,6 +81,7 @@ def combine_scans(scans: Sequence[FileScan]) -> JobEvidence:
             frame_ops=tuple(f for s in scans for f in s.collectives.frame_ops),
             notes=tuple(n for s in scans for n in s.collectives.notes),
         ),
+        stack_dumps=tuple(d for s in scans for d in s.stack_dumps),
     )
     return JobEvidence(tuple(events), facts, progress, windows)
 

@@ -66,7 +66,15 @@ _QUIET_LEVEL = re.compile(
 _QUIET_PREFIX = re.compile(r"(?:^|[\[\s:])[IWD]\d{3,4} ")
 _NOT_FAILURE = re.compile(
     r"(?i)\b(?:no|0|zero|without|ignor\w*|suppress\w*)\s+(?:errors?|failures?|exceptions?)\b"
+    r"|\b(?:no|0) (?:\w+ )?(?:failed|failing|errored)\b"
     r"|\b(?:errors?|failures?|failed|fails|nan iterations|skipped iterations)\s*[:=]\s*0\b"
+    # success summaries: a zero or empty error field ("failed": 0, "raw_error": null,
+    # error_code=0), a zero exit status, a state that says the work succeeded
+    r"|(?-i:(?<![A-Za-z])[a-z_]*(?:error|fail)[a-z_]*)[\"']?\s*[:=]\s*"
+    r"(?:0\b(?![.,]\d)|null\b|None\b|false\b|\"\"|''|\[\]|\{\})"
+    r"|\b(?:exit ?code|exit status|exitcode|return ?code|returncode|rc)[\"']?\s*[:=]?\s*"
+    r"0\b(?![.,]\d)"
+    r"|\bSUCCEEDED\b|\bstate[\"']?\s*[:=]\s*[\"']?(?:succeeded|completed|success)\b"
     r"|error_file|on_error|errors=|error_handler|_timeout\b|timeout_|\btimeout\s*[=:]\s*\d"
     r"|raise_on|fail_on|fault.?toleran|auto.?requeue|--\w*(?:timeout|error|fail)\w*"
     r"|\bif\b.*\b(?:fail|error)|will be (?:killed|terminated) (?:after|if)|Exception ignored in"

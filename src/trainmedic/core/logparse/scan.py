@@ -28,6 +28,7 @@ from trainmedic.core.logparse.collective import CollectiveTrace, CollectiveTrack
 from trainmedic.core.logparse.elastic import ChildFailure, ChildFailureTracker
 from trainmedic.core.logparse.evidence import EvidenceCollector, EvidenceLine, may_be_evidence
 from trainmedic.core.logparse.prefix import REFERENCE_YEAR, full_date_year, parse_prefix
+from trainmedic.core.logparse.stackdump import StackDump, StackDumpTracker
 from trainmedic.core.logparse.structured import StructuredScan
 from trainmedic.core.logparse.summary import ProgressSummary
 from trainmedic.core.logparse.timeline import Timeline, TimelineTracker
@@ -44,7 +45,7 @@ _RANK_LEAD = re.compile(r"\[rank(\d{1,6})\]:")
 _MAX_RANKS = 100_000
 _SHAPES = 1 << 14
 _SHAPE_MAX = 4096  # longer lines are not memoised (the matcher's own bound)
-_EVIDENCE, _STRUCTURED, _PROGRESS, _TIMELINE, _COLLECTIVE = 1, 2, 4, 8, 16
+_EVIDENCE, _STRUCTURED, _PROGRESS, _TIMELINE, _COLLECTIVE, _STACK = 1, 2, 4, 8, 16, 32
 
 
 def _kinds(raw: bytes, text: str, structured: StructuredScan) -> int:
@@ -56,6 +57,7 @@ def _kinds(raw: bytes, text: str, structured: StructuredScan) -> int:
         | (_PROGRESS if TimelineTracker.is_candidate(text) else 0)
         | (_TIMELINE if TimelineTracker.wants(text) else 0)
         | (_COLLECTIVE if CollectiveTracker.wants(text) else 0)
+        | (_STACK if StackDumpTracker.wants(text) else 0)
     )
 
 
@@ -80,6 +82,7 @@ class FileScan:
     # own timestamp, when it has one (files without restart lines are aligned on it).
     attempt_line: int = 0
     attempt_started: float | None = None
+    stack_dumps: tuple[StackDump, ...] = ()  # faulthandler / py-spy thread dumps
 
 
 IGNORED_MARK = "Exception ignored in"
@@ -168,6 +171,7 @@ class LineScanner:
         self._evidence = EvidenceCollector(self.path)
         self._timeline = TimelineTracker()
         self._collectives = CollectiveTracker()
+        self._stacks = StackDumpTracker()
         self._ignoring = False  # inside a traceback that follows "Exception ignored in: ..."
         self.attempt_line = self.line_no  # the line the current attempt starts after
         self.attempt_started = started  # the restart line's own timestamp, when it has one
@@ -262,6 +266,10 @@ class LineScanner:
                 before = list(self._ring)[:-1]
                 out.add(hits, line_no - 1, joined, year, before, frames)
         else:
+            hits = ()
+        if not hits:
+            # Not a wrap that completes a match (lines of one format often share a width):
+            # the line stands on its own.
             hits = (
                 () if ignored else self._match(text, shape) if shape else self._match(_view(text))
             )
@@ -281,6 +289,8 @@ class LineScanner:
                 self._timeline.observe(line_no, text)
         if kinds & _COLLECTIVE:
             self._collectives.observe(line_no, text)
+        if kinds & _STACK or self._stacks.active:
+            self._stacks.feed(line_no, text[parse_prefix(text).body_start :])
         if len(out.events) != found or self._evidence.count != evidence_seen:
             progress.screen = True  # steps now count towards "training went on past it"
         self._ring.append((line_no, text[: self._window_chars]))
@@ -315,6 +325,7 @@ class LineScanner:
             collectives=self._collectives.trace(),
             attempt_line=self.attempt_line,
             attempt_started=self.attempt_started,
+            stack_dumps=self._stacks.dumps(),
         )
 
 

@@ -41,8 +41,33 @@ _FINISHED = re.compile(
     r"|[Tt]raining (?:completed|finished|done|complete)\b|End of training\b|[Tt]raining is done\b"
 )
 
+# The ranks begin forming the process group (a framework's "initializing" line, torchrun's
+# rendezvous) / report that it formed. A log that stops after the first and never shows the
+# second is a rendezvous that never completed.
+_INIT_START = re.compile(
+    r"Initializing TorchBackend|[Ii]nitializing (?:ddp|distributed|torch distributed"
+    r"|process group)\b|Rendezvous'ing worker group|Waiting in store based barrier"
+    r"|Setting up process group for"
+)
+_INIT_DONE = re.compile(
+    r"processes registered|Init COMPLETE|Rendezvous complete|[Cc]ompleted store-based barrier"
+    r"|Distributed environment:|initialized tensor model parallel|initialized data parallel"
+    r"|Distributed environment is initialized|[Ss]tarted distributed worker"
+)
+
 
 _TRIGGERS = (
+    "nitializing",
+    "Rendezvous",
+    "store based barrier",
+    "store-based barrier",
+    "processes registered",
+    "Init COMPLETE",
+    "Distributed environment",
+    "nitialized ",
+    "process group for",
+    "istributed worker",
+    "environment is",
     "running for",
     "RUNNING",
     " R ",
@@ -81,6 +106,8 @@ class Timeline:
     nccl_connected: bool = False  # NCCL said it connected all rings/trees: setup finished
     bench_started: bool = False  # nccl-tests / rccl-tests printed its device table
     bench_rows: int = 0  # and this many result rows
+    init_started_line: int | None = None  # the last "forming the process group" line
+    init_done_line: int | None = None  # the last "the process group formed" line
 
 
 def _loss(text: str) -> float | None:
@@ -117,6 +144,8 @@ class TimelineTracker:
         "_bench_rows",
         "_connected",
         "_finished",
+        "_init_done",
+        "_init_started",
         "_last",
         "_points",
         "_running",
@@ -132,6 +161,8 @@ class TimelineTracker:
         self._connected = False
         self._bench = False
         self._bench_rows = 0
+        self._init_started: int | None = None
+        self._init_done: int | None = None
         self._stride = 1
         self._seen = 0
 
@@ -158,6 +189,10 @@ class TimelineTracker:
             self._bench = True
         if self._bench and _BENCH_ROW.match(text):
             self._bench_rows += 1
+        if _INIT_START.search(text):
+            self._init_started = line_no
+        if _INIT_DONE.search(text):
+            self._init_done = line_no
 
     def candidate(self, line_no: int, text: str) -> None:
         self._seen += 1
@@ -187,6 +222,8 @@ class TimelineTracker:
             nccl_connected=self._connected,
             bench_started=self._bench,
             bench_rows=self._bench_rows,
+            init_started_line=self._init_started,
+            init_done_line=self._init_done,
         )
 
 
