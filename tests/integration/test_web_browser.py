@@ -48,6 +48,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 TOKEN = "browser-test-token"
+READ = {"Authorization": f"Bearer {TOKEN}"}  # the write token reads too
 
 
 @dataclass
@@ -139,7 +140,9 @@ def test_job_timeline_shows_the_injected_incidents(served: Served, page: Any) ->
     page.goto(f"{served.url}/ui")
     page.click(f'#jobs a[href="/ui/jobs/{_job_id(served)}"]')
     page.wait_for_selector("#timeline")
-    stored = httpx.get(f"{served.url}/incidents", params={"job_id": _job_id(served)}).json()
+    stored = httpx.get(
+        f"{served.url}/incidents", params={"job_id": _job_id(served)}, headers=READ
+    ).json()
     assert page.locator("#timeline .marker").count() == len(stored)
     # Beyond the injected faults only straggler reports may come (noisy shared cores).
     assert len(stored) >= len(served.report["incidents"])
@@ -152,7 +155,7 @@ def test_job_timeline_shows_the_injected_incidents(served: Served, page: Any) ->
     xid = page.locator("article.incident", has_text="crash / gpu hardware").first
     assert "Basis:" in xid.inner_text() and "monitor mode: recorded" in xid.inner_text()
     page.wait_for_selector("#parts-chart[data-drawn]")
-    accounting = httpx.get(f"{served.url}/jobs/{_job_id(served)}/accounting").json()
+    accounting = httpx.get(f"{served.url}/jobs/{_job_id(served)}/accounting", headers=READ).json()
     rows = page.locator("#interruptions tbody tr")
     assert rows.count() == len(accounting["interruptions"]) >= 2  # the crash and the hang
     causes = page.locator("#interruptions").inner_text()
@@ -173,7 +176,7 @@ def test_scorecard_form_records_an_answer_the_api_returns(served: Served, page: 
     assert "Answer recorded" in page.locator(f"#advice-{advice_id}").inner_text()
     page.wait_for_selector("#parts-chart[data-drawn]")
     page.screenshot(path=str(served.shots / "job.png"), full_page=True)
-    answers = httpx.get(f"{served.url}/advice/{advice_id}/feedback").json()
+    answers = httpx.get(f"{served.url}/advice/{advice_id}/feedback", headers=READ).json()
     assert [(a["agree"], a["action_taken"], a["by"]) for a in answers] == [
         (True, "restart", "playwright")
     ]
@@ -188,7 +191,7 @@ def test_scorecard_form_records_an_answer_the_api_returns(served: Served, page: 
     form.locator('input[name="api_token"]').fill("wrong")
     form.locator('button[type="submit"]').click()
     assert "write token" in page.locator('[role="alert"]').inner_text()
-    assert len(httpx.get(f"{served.url}/advice/{advice_id}/feedback").json()) == 1
+    assert len(httpx.get(f"{served.url}/advice/{advice_id}/feedback", headers=READ).json()) == 1
 
 
 def test_node_page_shows_the_history(served: Served, page: Any) -> None:
