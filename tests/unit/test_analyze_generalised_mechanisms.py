@@ -24,6 +24,29 @@ CASES: dict[str, tuple[str, Category, Kind | None]] = {
         Category.NODE_HARDWARE,
         None,
     ),
+    "rasdaemon_uncorrected": (
+        RAS_LINE.format(n=1, d=1).replace("Corrected", "Uncorrected") + "\n",
+        Category.NODE_HARDWARE,
+        None,
+    ),
+    # Other schedulers' words for a memory limit (the job's), a preemption, a refused request.
+    "pbs_memory_limit": (
+        "epoch 3 step 800 loss 0.9\n"
+        "=>> PBS: job killed: mem 99123456kb exceeded limit 98304000kb\n",
+        Category.APPLICATION,
+        None,
+    ),
+    "lsf_preempted": (
+        "step 100 loss 2.0\nTERM_PREEMPT: job killed after preemption.\n",
+        Category.SCHEDULER,
+        None,
+    ),
+    "srun_unable_to_allocate": (
+        "srun: error: Unable to allocate resources: "
+        "Requested node configuration is not available\n",
+        Category.SCHEDULER,
+        None,
+    ),
     # NIC drivers saying the adapter itself failed (other drivers than ixgbe).
     "i40e_pcie_link_lost": (
         "[ 9921.002113] i40e 0000:3b:00.0: PCIe link lost, device now detached\n",
