@@ -261,3 +261,15 @@ def test_lines_of_one_width_each_stand_on_their_own(tmp_path: Path) -> None:
     verdict = analyze_path(path).verdict
     assert verdict.failure and verdict.category is Category.STORAGE, verdict.basis
     assert "6 failure line(s)" in verdict.basis
+
+
+def test_pod_scheduled_afterwards_is_only_a_guess(tmp_path: Path) -> None:
+    path = tmp_path / "events.log"
+    path.write_text(
+        "  Warning  FailedScheduling  3m  default-scheduler  0/4 nodes are available: "
+        "4 Insufficient nvidia.com/gpu.\n"
+        "  Normal   TriggeredScaleUp  3m  cluster-autoscaler  pod triggered scale-up\n"
+        "  Normal   Scheduled  1m  default-scheduler  Successfully assigned ml/trainer-0 to n9\n"
+    )
+    verdict = analyze_path(path).verdict
+    assert verdict.category is Category.SCHEDULER and verdict.confidence < 0.5, verdict.basis
