@@ -24,6 +24,29 @@ CASES: dict[str, tuple[str, Category, Kind | None]] = {
         Category.NODE_HARDWARE,
         None,
     ),
+    "rasdaemon_uncorrected": (
+        RAS_LINE.format(n=1, d=1).replace("Corrected", "Uncorrected") + "\n",
+        Category.NODE_HARDWARE,
+        None,
+    ),
+    # Other schedulers' words for a memory limit (the job's), a preemption, a refused request.
+    "pbs_memory_limit": (
+        "epoch 3 step 800 loss 0.9\n"
+        "=>> PBS: job killed: mem 99123456kb exceeded limit 98304000kb\n",
+        Category.APPLICATION,
+        None,
+    ),
+    "lsf_preempted": (
+        "step 100 loss 2.0\nTERM_PREEMPT: job killed after preemption.\n",
+        Category.SCHEDULER,
+        None,
+    ),
+    "srun_unable_to_allocate": (
+        "srun: error: Unable to allocate resources: "
+        "Requested node configuration is not available\n",
+        Category.SCHEDULER,
+        None,
+    ),
     # NIC drivers saying the adapter itself failed (other drivers than ixgbe).
     "i40e_pcie_link_lost": (
         "[ 9921.002113] i40e 0000:3b:00.0: PCIe link lost, device now detached\n",
@@ -238,3 +261,15 @@ def test_lines_of_one_width_each_stand_on_their_own(tmp_path: Path) -> None:
     verdict = analyze_path(path).verdict
     assert verdict.failure and verdict.category is Category.STORAGE, verdict.basis
     assert "6 failure line(s)" in verdict.basis
+
+
+def test_pod_scheduled_afterwards_is_only_a_guess(tmp_path: Path) -> None:
+    path = tmp_path / "events.log"
+    path.write_text(
+        "  Warning  FailedScheduling  3m  default-scheduler  0/4 nodes are available: "
+        "4 Insufficient nvidia.com/gpu.\n"
+        "  Normal   TriggeredScaleUp  3m  cluster-autoscaler  pod triggered scale-up\n"
+        "  Normal   Scheduled  1m  default-scheduler  Successfully assigned ml/trainer-0 to n9\n"
+    )
+    verdict = analyze_path(path).verdict
+    assert verdict.category is Category.SCHEDULER and verdict.confidence < 0.5, verdict.basis

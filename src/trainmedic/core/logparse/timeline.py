@@ -50,10 +50,13 @@ _INIT_START = re.compile(
     r"|Setting up process group for"
 )
 _INIT_DONE = re.compile(
-    r"processes registered|Init COMPLETE|Rendezvous complete|[Cc]ompleted store-based barrier"
+    r"processes registered|Rendezvous complete|[Cc]ompleted store-based barrier"
     r"|Distributed environment:|initialized tensor model parallel|initialized data parallel"
     r"|Distributed environment is initialized|[Ss]tarted distributed worker"
 )
+
+_INIT_HINTS = ("nitializ", "endezvous", "barrier", "registered", "nvironment", "process group",
+               "worker")  # fmt: skip
 
 
 _TRIGGERS = (
@@ -62,7 +65,6 @@ _TRIGGERS = (
     "store based barrier",
     "store-based barrier",
     "processes registered",
-    "Init COMPLETE",
     "Distributed environment",
     "nitialized ",
     "process group for",
@@ -189,10 +191,11 @@ class TimelineTracker:
             self._bench = True
         if self._bench and _BENCH_ROW.match(text):
             self._bench_rows += 1
-        if _INIT_START.search(text):
-            self._init_started = line_no
-        if _INIT_DONE.search(text):
-            self._init_done = line_no
+        if any(hint in text for hint in _INIT_HINTS):  # most observed lines are NCCL's
+            if _INIT_START.search(text):
+                self._init_started = line_no
+            if _INIT_DONE.search(text):
+                self._init_done = line_no
 
     def candidate(self, line_no: int, text: str) -> None:
         self._seen += 1
