@@ -203,9 +203,9 @@ class Service:
         else:
             self.engine.watch(job_id)
 
-    def _sync_registrations(self) -> None:
+    def _sync_registrations(self, stored: Mapping[str, JobRecord]) -> None:
         """Jobs registered through the API (another process or thread) join the loop."""
-        for job in self.store.list_jobs():
+        for job in stored.values():
             if job.job_id not in self._retired:
                 self._watch(job.job_id, job.spec)
 
@@ -237,11 +237,14 @@ class Service:
         with self._lock:
             if not self._lead():
                 return CycleResult(self.clock(), ClusterSnapshot(self.clock(), stale=True))
-            self._sync_registrations()
+            # One read of the jobs table per cycle (not one per job): only this loop writes a
+            # job's state and attempt, so the copy stays true for the cycle.
+            stored = {job.job_id: job for job in self.store.list_jobs()}
+            self._sync_registrations(stored)
             now = self.clock()
             self._discover(now)
             snapshot = self.adapter.poll(tuple(self._jobs))
-            observations = self._scheduler_observations(snapshot)
+            observations = self._scheduler_observations(snapshot, stored)
             for sources in self._jobs.values():
                 observations.extend(sources.poll())
             observations.extend(self._nodes.poll(now))
@@ -369,7 +372,9 @@ class Service:
         self.leading = leading
         return leading
 
-    def _scheduler_observations(self, snapshot: ClusterSnapshot) -> list[Observation]:
+    def _scheduler_observations(
+        self, snapshot: ClusterSnapshot, stored_jobs: Mapping[str, JobRecord]
+    ) -> list[Observation]:
         out: list[Observation] = []
         if snapshot.stale:
             # Silence is "unknown", never "gone": each job is told once per outage, and its
@@ -400,7 +405,7 @@ class Service:
                     job.reason,
                 )
             )
-            stored = self.store.get_job(job.job_id)
+            stored = stored_jobs.get(job.job_id)
             # A requeued job still lists its old nodes while completing: an attempt's nodes
             # are recorded once it runs.
             if stored is None or stored.state != job.state.value or stored.attempt != job.attempt:
