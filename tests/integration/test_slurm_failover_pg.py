@@ -61,12 +61,15 @@ CHAINS = _chains(SEED)
 
 
 def _detect_toml() -> str:
-    """SMALL_JOB as a ``[detect]`` table: the values that differ from the defaults."""
+    """SMALL_JOB as a ``[detect]`` table (the values that differ from the defaults), with a
+    start-up grace that a torch start-up on a loaded 2-core machine stays within: the hangs
+    of a slow start are not what this test is about."""
     default = DetectorConfig()
+    detect = dataclasses.replace(SMALL_JOB, startup_grace_s=300.0)
     lines = [
-        f"{f.name} = {getattr(SMALL_JOB, f.name)!r}"
-        for f in dataclasses.fields(SMALL_JOB)
-        if getattr(SMALL_JOB, f.name) != getattr(default, f.name)
+        f"{f.name} = {getattr(detect, f.name)!r}"
+        for f in dataclasses.fields(detect)
+        if getattr(detect, f.name) != getattr(default, f.name)
     ]
     return "[detect]\n" + "\n".join(lines) + "\n"
 
@@ -170,7 +173,7 @@ def test_leader_killed_at_points_of_an_incident_recovers_it_once(
     wait(
         "steady training with a checkpoint",
         lambda: (a := attempts_in_log(job.output).get(0)) and a.checkpoints,
-        90,
+        180,
     )
     bad = slurm.job_details(job_id).nodes[1]
     gates.arm(points)
