@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from trainmedic.core.states import JobState
 from trainmedic.store import Store
 
 
@@ -35,13 +36,30 @@ def wait(what: str, check: Callable[[], Any], timeout: float = 90.0, every: floa
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
+def running_again(job: Callable[[], Any], bad: str, timeout: float = 90.0) -> Any:
+    """``job()`` (the scheduler's view of it) once it is RUNNING in a later attempt, off the
+    ``bad`` node."""
+    return wait(
+        f"the job running again without {bad}",
+        lambda: (
+            (j := job()).state is JobState.RUNNING and j.attempt >= 1 and bad not in j.nodes and j
+        ),
+        timeout,
+    )
+
+
 def serve(
-    config: Path, log: Path, *, env: Mapping[str, str] | None = None, verbose: bool = False
+    config: Path,
+    log: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    verbose: bool = False,
+    api: bool = True,
 ) -> subprocess.Popen[bytes]:
     """``trainmedic serve --config config``, its output appended to ``log``."""
     argv = [sys.executable, "-m", "trainmedic.cli.main", "serve", "--config", str(config)]
-    if verbose:
-        argv.append("-v")
+    argv += [] if api else ["--no-api"]
+    argv += ["-v"] if verbose else []
     with log.open("ab") as out:
         return subprocess.Popen(
             argv,

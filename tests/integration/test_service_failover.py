@@ -17,12 +17,12 @@ from tests.integration.serve_helpers import (
     kill9,
     last_iteration,
     resumed,
+    running_again,
     serve,
     stop_all,
     wait,
 )
 
-from trainmedic.core.states import JobState
 from trainmedic.schedulers.local.scheduler import LocalJobSpec, LocalScheduler
 from trainmedic.store import Store, sqlite_url
 
@@ -84,15 +84,7 @@ def test_standby_takes_over_when_the_leader_is_killed(tmp_path: Path, kill_after
         wait("the incident", lambda: store.list_incidents(job_id), 30)
         time.sleep(kill_after_s)
         kill9(leader)
-        job = wait(
-            "the job running again without the bad node",
-            lambda: (
-                (j := sched.job(job_id)).state is JobState.RUNNING
-                and j.attempt >= 1
-                and bad not in j.nodes
-                and j
-            ),
-        )
+        job = running_again(lambda: sched.job(job_id), bad)
         advice = store.list_advice(job_id)
         assert len(advice) == 1
         assert wait("convergence", lambda: store.get_advice(advice[0].id).converged_at, 60)

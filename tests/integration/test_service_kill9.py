@@ -16,12 +16,12 @@ from tests.integration.serve_helpers import (
     kill9,
     last_iteration,
     resumed,
+    running_again,
     serve,
     stop_all,
     wait,
 )
 
-from trainmedic.core.states import JobState
 from trainmedic.schedulers.local.scheduler import LocalJobSpec, LocalScheduler
 from trainmedic.store import Store, sqlite_url
 
@@ -76,15 +76,7 @@ allowed_roots = ["{tmp_path}"]
         wait("the incident", lambda: store.list_incidents(job_id), 30)
         kill9(service)  # in the middle of acting on it
         service = serve(config, tmp_path / "serve.log")
-        job = wait(
-            "the job running again without the bad node",
-            lambda: (
-                (j := sched.job(job_id)).state is JobState.RUNNING
-                and j.attempt >= 1
-                and bad not in j.nodes
-                and j
-            ),
-        )
+        job = running_again(lambda: sched.job(job_id), bad)
         # The scheduler may finish a requeue the killed service had begun; the restarted
         # service must then record it, not repeat it. Convergence is its word that it is done.
         advice = store.list_advice(job_id)

@@ -24,11 +24,16 @@ import pytest
 from test_slurm_e2e import restore_cluster
 from tests.integration.kill_gates import POINTS, KillGates, wait_reached
 from tests.integration.pg_server import fresh_database
-from tests.integration.serve_helpers import free_port, kill9, serve, stop_all, wait
+from tests.integration.serve_helpers import (
+    kill9,
+    running_again,
+    serve,
+    stop_all,
+    wait,
+)
 
 from trainmedic.core.detect.config import SMALL_JOB, DetectorConfig
 from trainmedic.core.model import Action, Kind
-from trainmedic.core.states import JobState
 from trainmedic.demo.slurm_job import (
     TrainerJob,
     attempts_in_log,
@@ -40,7 +45,7 @@ from trainmedic.schedulers.slurm.runner import LocalRunner
 from trainmedic.schedulers.slurm.scheduler import SlurmScheduler
 from trainmedic.store import AdviceStatus, Store
 
-pytestmark = [pytest.mark.slow, pytest.mark.slurm, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.slow, pytest.mark.slurm, pytest.mark.timeout(600)]
 
 SEED = int(os.environ.get("TRAINMEDIC_FAILOVER_SEED") or random.SystemRandom().randrange(10**6))
 
@@ -93,7 +98,6 @@ mode = "action"
 poll_interval_s = 0.2
 state_dir = "{self.tmp / "state"}"
 db_url = "{self.db_url}"
-api_port = {free_port()}
 
 [policy]
 stop_enforcement = true
@@ -116,8 +120,10 @@ discovery_interval_s = 3600.0
     def start(self) -> int:
         n = len(self.procs)
         self.logs.append(self.tmp / f"serve{n}.log")
-        self.procs.append(serve(self._config(n), self.logs[n], env=self.env, verbose=True))
-        wait(f"serve {n} up", lambda: "trainmedic serve:" in self.logs[n].read_text(), 60)
+        proc = serve(self._config(n), self.logs[n], env=self.env, verbose=True, api=False)
+        self.procs.append(proc)
+        wait(f"serve {n} up", lambda: "trainmedic serve: mode=" in self.logs[n].read_text(), 90)
+        assert proc.poll() is None, self.logs[n].read_text()
         return n
 
     def leading(self) -> list[int]:
@@ -191,16 +197,7 @@ def test_leader_killed_at_points_of_an_incident_recovers_it_once(
         services.start()  # the next standby
     print("\n".join(seen))
 
-    details = wait(
-        "the job RUNNING again without the bad node",
-        lambda: (
-            (d := slurm.job_details(job_id)).state is JobState.RUNNING
-            and d.attempt >= 1
-            and bad not in d.nodes
-            and d
-        ),
-        90,
-    )
+    details = running_again(lambda: slurm.job_details(job_id), bad)
     print(_story(store, job_id, gates))
     (incident_row,) = [i for i in store.list_incidents(job_id) if i.kind is not Kind.STRAGGLER]
     assert incident_row.implicated.nodes == (bad,)
