@@ -189,7 +189,7 @@ def test_leader_killed_at_points_of_an_incident_recovers_it_once(
 
     seen: list[str] = []
     for point in points:
-        wait_reached(gates, point, 60)
+        wait_reached(gates, point, 120)
         (leader,) = services.leading()  # never two acting at once
         seen.append(f"{point}: killed serve {leader} ({_state(store, job_id)})")
         kill9(services.procs[leader])
