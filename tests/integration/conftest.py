@@ -1,10 +1,13 @@
-"""Shared fixtures for real-component tests: one lab Slurm cluster per test session."""
+"""Shared fixtures for real-component tests: one lab Slurm cluster and one PostgreSQL server
+per test session."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 
 import pytest
+from tests.integration.pg_server import PostgresUnavailable, postgres_server
 
 from trainmedic.lab import SlurmCluster, SlurmLabUnavailable
 
@@ -21,3 +24,15 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A throwaway PostgreSQL server (tests.integration.pg_server); the URL of its
+    ``postgres`` database."""
+    with contextlib.ExitStack() as stack:
+        try:
+            url = stack.enter_context(postgres_server())
+        except PostgresUnavailable as err:
+            pytest.skip(str(err))
+        yield url

@@ -5,18 +5,24 @@ action applied twice. Real processes, the real local backend with torchrun/gloo 
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
-import subprocess
 import time
 from pathlib import Path
 
 import httpx
 import pytest
-from test_service_kill9 import _free_port, _get, _job, _resumed, _serve, _wait
+from tests.integration.serve_helpers import (
+    free_port,
+    get_json,
+    kill9,
+    last_iteration,
+    resumed,
+    running_again,
+    serve,
+    stop_all,
+    wait,
+)
 
-from trainmedic.core.states import JobState
 from trainmedic.schedulers.local.scheduler import LocalJobSpec, LocalScheduler
 from trainmedic.store import Store, sqlite_url
 
@@ -48,19 +54,19 @@ kind = "local"
 @pytest.mark.parametrize("kill_after_s", [0.0, random.uniform(0.05, 1.5)])
 def test_standby_takes_over_when_the_leader_is_killed(tmp_path: Path, kill_after_s: float) -> None:
     state = tmp_path / "state"
-    ports = (_free_port(), _free_port())
+    ports = (free_port(), free_port())
     configs = [_config(tmp_path / f"t{i}.toml", state, p) for i, p in enumerate(ports)]
     sched = LocalScheduler(state / "cluster", nodes=NODES, grace_s=1.5)
     run_dir = tmp_path / "run"
     command = ("-m", "trainmedic.demo.trainer", "--run-dir", str(run_dir),
                "--iters", "100000", "--ckpt-every", "20", "--step-sleep", "0.01")  # fmt: skip
     job_id = sched.submit(LocalJobSpec("fo", 2, 2, command, str(run_dir)))
-    leader = _serve(configs[0], tmp_path / "leader.log")
+    leader = serve(configs[0], tmp_path / "leader.log")
     urls = [f"http://127.0.0.1:{p}" for p in ports]
-    _wait("the leader's API", lambda: _get(urls[0], "/healthz") is not None)
-    standby = _serve(configs[1], tmp_path / "standby.log")
+    wait("the leader's API", lambda: get_json(urls[0], "/healthz") is not None)
+    standby = serve(configs[1], tmp_path / "standby.log")
     try:
-        _wait("the standby's API", lambda: _get(urls[1], "/healthz") is not None)
+        wait("the standby's API", lambda: get_json(urls[1], "/healthz") is not None)
         body = {
             "job_id": job_id,
             "log_paths": [str(run_dir / "job.out")],
@@ -70,42 +76,26 @@ def test_standby_takes_over_when_the_leader_is_killed(tmp_path: Path, kill_after
         headers = {"Authorization": f"Bearer {TOKEN}"}
         assert httpx.post(f"{urls[1]}/jobs", json=body, headers=headers).status_code in (200, 201)
         store = Store(sqlite_url(str(state / "trainmedic.db")))
-        _wait("steady training", lambda: (_job(store, job_id) or 0) >= 60)
+        wait("steady training", lambda: (last_iteration(store, job_id) or 0) >= 60)
         bad = sched.job(job_id).nodes[1]
         (run_dir / "faults.json").write_text(
             json.dumps([{"id": "k", "type": "xid79", "node": bad}])
         )
-        _wait("the incident", lambda: store.list_incidents(job_id), 30)
+        wait("the incident", lambda: store.list_incidents(job_id), 30)
         time.sleep(kill_after_s)
-        os.kill(leader.pid, signal.SIGKILL)
-        leader.wait(10)
-        job = _wait(
-            "the job running again without the bad node",
-            lambda: (
-                (j := sched.job(job_id)).state is JobState.RUNNING
-                and j.attempt >= 1
-                and bad not in j.nodes
-                and j
-            ),
-        )
+        kill9(leader)
+        job = running_again(lambda: sched.job(job_id), bad)
         advice = store.list_advice(job_id)
         assert len(advice) == 1
-        assert _wait("convergence", lambda: store.get_advice(advice[0].id).converged_at, 60)
+        assert wait("convergence", lambda: store.get_advice(advice[0].id).converged_at, 60)
         time.sleep(3)  # the new leader must not act again
         assert sched.job(job_id).attempt == job.attempt == 1, "requeued twice"
         assert len(store.list_incidents(job_id)) == 1
         advice = store.list_advice(job_id)
         assert len(advice) == 1 and advice[0].steps_done.count("requeue") == 1
         assert len([e for e in store.node_history(bad) if e.drained]) == 1
-        _wait(
-            "training to resume", lambda: (_job(store, job_id) or 0) > 0 and _resumed(store, job_id)
-        )
+        wait("training to resume", lambda: resumed(store, job_id))
         assert "leading now" in (tmp_path / "standby.log").read_text()
     finally:
-        for proc in (leader, standby):
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_all([leader, standby])
         sched.shutdown(cancel_jobs=True)

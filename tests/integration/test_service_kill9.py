@@ -5,20 +5,23 @@ backend with torchrun/gloo workers, SQLite shared through the state directory.""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
+from tests.integration.serve_helpers import (
+    free_port,
+    get_json,
+    kill9,
+    last_iteration,
+    resumed,
+    running_again,
+    serve,
+    stop_all,
+    wait,
+)
 
-from trainmedic.core.states import JobState
 from trainmedic.schedulers.local.scheduler import LocalJobSpec, LocalScheduler
 from trainmedic.store import Store, sqlite_url
 
@@ -27,34 +30,9 @@ TOKEN = "kill9-token"
 NODES = ("node1", "node2", "node3", "node4")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait(what: str, check: Callable[[], Any], timeout: float = 90.0) -> Any:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def _serve(config: Path, log: Path) -> subprocess.Popen[bytes]:
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "trainmedic.cli.main", "serve", "--config", str(config)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-
-
 def test_kill9_during_incident_then_restart(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    port = _free_port()
+    port = free_port()
     config = tmp_path / "trainmedic.toml"
     config.write_text(
         f"""
@@ -77,10 +55,10 @@ allowed_roots = ["{tmp_path}"]
     command = ("-m", "trainmedic.demo.trainer.cli", "--run-dir", str(run_dir),
                "--iters", "100000", "--ckpt-every", "20", "--step-sleep", "0.01")  # fmt: skip
     job_id = sched.submit(LocalJobSpec("k9", 2, 2, command, str(run_dir)))
-    service = _serve(config, tmp_path / "serve.log")
+    service = serve(config, tmp_path / "serve.log")
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait("the API", lambda: _get(url, "/healthz") is not None)
+        wait("the API", lambda: get_json(url, "/healthz") is not None)
         body = {
             "job_id": job_id,
             "log_paths": [str(run_dir / "job.out")],
@@ -90,29 +68,20 @@ allowed_roots = ["{tmp_path}"]
         headers = {"Authorization": f"Bearer {TOKEN}"}
         assert httpx.post(f"{url}/jobs", json=body, headers=headers).status_code in (200, 201)
         store = Store(sqlite_url(str(state / "trainmedic.db")))
-        _wait("steady training", lambda: (_job(store, job_id) or 0) >= 60)
+        wait("steady training", lambda: (last_iteration(store, job_id) or 0) >= 60)
         bad = sched.job(job_id).nodes[1]
         (run_dir / "faults.json").write_text(
             json.dumps([{"id": "k", "type": "xid79", "node": bad}])
         )
-        _wait("the incident", lambda: store.list_incidents(job_id), 30)
-        os.kill(service.pid, signal.SIGKILL)  # in the middle of acting on it
-        service.wait(10)
-        service = _serve(config, tmp_path / "serve.log")
-        job = _wait(
-            "the job running again without the bad node",
-            lambda: (
-                (j := sched.job(job_id)).state is JobState.RUNNING
-                and j.attempt >= 1
-                and bad not in j.nodes
-                and j
-            ),
-        )
+        wait("the incident", lambda: store.list_incidents(job_id), 30)
+        kill9(service)  # in the middle of acting on it
+        service = serve(config, tmp_path / "serve.log")
+        job = running_again(lambda: sched.job(job_id), bad)
         # The scheduler may finish a requeue the killed service had begun; the restarted
         # service must then record it, not repeat it. Convergence is its word that it is done.
         advice = store.list_advice(job_id)
         assert len(advice) == 1
-        assert _wait("convergence", lambda: store.get_advice(advice[0].id).converged_at, 60)
+        assert wait("convergence", lambda: store.get_advice(advice[0].id).converged_at, 60)
         time.sleep(3)  # let the restarted service settle: it must not act again
         assert sched.job(job_id).attempt == job.attempt == 1, "requeued twice"
         incidents = store.list_incidents(job_id)
@@ -121,29 +90,7 @@ allowed_roots = ["{tmp_path}"]
         assert len(advice) == 1 and advice[0].steps_done.count("requeue") == 1
         drained = [e for e in store.node_history(bad) if e.drained]
         assert len(drained) == 1
-        _wait(
-            "training to resume", lambda: (_job(store, job_id) or 0) > 0 and _resumed(store, job_id)
-        )
+        wait("training to resume", lambda: resumed(store, job_id))
     finally:
-        service.send_signal(signal.SIGTERM)
-        try:
-            service.wait(15)
-        except subprocess.TimeoutExpired:
-            service.kill()
+        stop_all([service])
         sched.shutdown(cancel_jobs=True)
-
-
-def _get(url: str, path: str) -> Any:
-    try:
-        return httpx.get(url + path, timeout=1.0).json()
-    except httpx.HTTPError:
-        return None
-
-
-def _job(store: Store, job_id: str) -> int | None:
-    job = store.get_job(job_id)
-    return job.last_iteration if job else None
-
-
-def _resumed(store: Store, job_id: str) -> bool:
-    return any(a.attempt >= 1 and a.first_progress_at for a in store.list_attempts(job_id))

@@ -1,80 +1,21 @@
-"""The store against a real PostgreSQL server: a throwaway cluster (initdb + pg_ctl) on a free
-port in a temp dir, run as the ``postgres`` user when we are root (initdb refuses root), and
-stopped at teardown. Debian's ``postgresql`` package provides the binaries (bootstrap.sh)."""
+"""The store against a real PostgreSQL server (the session's throwaway server, see
+tests.integration.pg_server)."""
 
 from __future__ import annotations
 
-import glob
-import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
-import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
+from tests.integration.serve_helpers import wait
 
 from trainmedic.core.model import Action, Advice, Category, Kind, Verdict
 from trainmedic.store import AdviceMode, AdviceStatus, InvalidTransition, JobSpec, Store
 
 pytestmark = pytest.mark.slow
-
-
-def _pg_bin(name: str) -> str | None:
-    found = shutil.which(name)
-    if found:
-        return found
-    candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
-    return candidates[-1] if candidates else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _as_db_user(argv: list[str]) -> list[str]:
-    if os.geteuid() != 0:
-        return argv
-    runuser = shutil.which("runuser")
-    if runuser:
-        return [runuser, "-u", "postgres", "--", *argv]
-    return ["su", "postgres", "-s", "/bin/sh", "-c", " ".join(argv)]
-
-
-def _run(argv: list[str]) -> None:
-    subprocess.run(_as_db_user(argv), check=True, capture_output=True, text=True, timeout=120)
-
-
-@pytest.fixture(scope="module")
-def postgres_url() -> Iterator[str]:
-    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
-    if not initdb or not pg_ctl:
-        pytest.skip("PostgreSQL binaries not found (scripts/bootstrap.sh installs postgresql)")
-    base = Path(tempfile.mkdtemp(prefix="trainmedic-pg-"))
-    data = base / "data"
-    if os.geteuid() == 0:
-        shutil.chown(base, user="postgres")
-    port = _free_port()
-    _run([initdb, "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"])
-    options = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off"
-    log = str(base / "log")
-    _run([pg_ctl, "-D", str(data), "-l", log, "-w", "-t", "60", "-o", options, "start"])
-    try:
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run(
-            _as_db_user([pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"]),
-            capture_output=True,
-            timeout=60,
-        )
-        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture
@@ -229,23 +170,14 @@ def test_advisory_lock_elects_one_leader_and_kill_9_frees_it(postgres_url: str) 
         assert not lead_b.hold()
         holder.send_signal(signal.SIGKILL)  # the leader dies mid-flight
         holder.wait(10)
-        assert _eventually(lead_b.hold)
+        assert wait("the lead freed by the kill", lead_b.hold, 10)
         assert lead_b.hold()
         assert not leadership_for(Store(postgres_url)).hold()  # a third one stands by
         lead_b.release()
-        assert _eventually(leadership_for(Store(postgres_url)).hold)
+        assert wait("the lead released", leadership_for(Store(postgres_url)).hold, 10)
     finally:
         holder.kill()
         b.close()
-
-
-def _eventually(check: Callable[[], bool], timeout: float = 10.0) -> bool:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if check():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_checkpoints_and_feedback_for_the_accounting(store: Store) -> None:

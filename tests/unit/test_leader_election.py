@@ -17,7 +17,7 @@ from trainmedic.schedulers.fake import FakeScheduler
 from trainmedic.service.config.sections import Config, ServiceConfig
 from trainmedic.service.loop import Service
 from trainmedic.store import AdviceStatus, JobSpec, Store, sqlite_url
-from trainmedic.store.leader import FileLeadership, SoleLeader, leadership_for, network_filesystem
+from trainmedic.store.leader import FileLeadership, SoleLeader, leadership_for
 
 SETTLE_S = 0.6
 
@@ -62,17 +62,6 @@ def test_the_election_fits_the_database(tmp_path: Path) -> None:
     assert isinstance(leadership_for(Store("sqlite://")), SoleLeader)
     election = leadership_for(Store(sqlite_url(str(tmp_path / "s.db"))))
     assert isinstance(election, FileLeadership) and election.path == tmp_path / "s.db.leader"
-
-
-def test_network_filesystems_are_told_apart() -> None:
-    mounts = (
-        "/dev/sda1 / ext4 rw 0 0\n"
-        "head:/export /shared nfs4 rw 0 0\n"
-        "tmpfs /shared/tmp tmpfs rw 0 0\n"
-    )
-    assert network_filesystem(Path("/shared/state"), mounts) == "nfs4"
-    assert network_filesystem(Path("/shared/tmp/state"), mounts) is None
-    assert network_filesystem(Path("/var/lib/trainmedic"), mounts) is None
 
 
 def _xid(kernel: Path) -> None:

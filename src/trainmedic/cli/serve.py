@@ -102,18 +102,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def warn_if_shared_sqlite(db_url: str) -> None:
+def warn_if_shared_sqlite(db_url: str, mounts: str | None = None) -> None:
     """SQLite locking (and the leader lock file) is unreliable on a network filesystem."""
-    from trainmedic.store.leader import network_filesystem
+    from trainmedic.store.netfs import sqlite_on_network_filesystem
 
-    prefix = "sqlite:///"
-    if not db_url.startswith(prefix):
-        return
-    fs = network_filesystem(Path(db_url[len(prefix) :]).parent)
-    if fs is not None:
-        logging.getLogger("trainmedic.serve").warning(
-            "the SQLite database %s is on a network filesystem (%s): its locks are not "
-            "reliable there; put it on a local disk or use PostgreSQL",
-            db_url,
-            fs,
-        )
+    warning = sqlite_on_network_filesystem(db_url, mounts)
+    if warning is not None:
+        logging.getLogger("trainmedic.serve").warning("%s", warning)

@@ -128,7 +128,6 @@ class Service:
         self.store = store
         self.adapter = adapter
         self.clock = clock
-        self.engine = Engine(config.detect)
         self.decisions = DecisionRecorder(config, store)
         self.executor = Executor(
             store,
@@ -139,43 +138,52 @@ class Service:
             # a job's own stop_enforcement (comment, POST /jobs) is enforced as advised
             stop_enforced_for=lambda job_id: self.decisions.policy_for(job_id).stop_enforcement,
         )
-        self._jobs: dict[str, _JobSources] = {}
-        self._book = OffsetBook(
-            [FilePosition(**dataclasses.asdict(o)) for o in store.follower_offsets()],
-            lookback_s=config.sources.lookback_s,
-            clock=clock,
-        )
         self._unstored: list[Finding] = []  # findings the store refused: tried again
         self.sources = SourceBoard()
         # Zone-less printed stamps are read in this zone: for ordering and reports only.
         self._tz = resolve_timezone(config.detect.log_timezone)
         self._kernel_template = config.scheduler.slurm.kernel_log_template
-        self._nodes = NodeSources(
-            self.sources,
-            config.telemetry,
-            kernel_logs=kernel_logs,
-            kernel_template=self._kernel_template,
-            telemetry_urls=telemetry_urls,
-            tz=self._tz,
-            clock=clock,
-            book=self._book,
-        )
+        self._kernel_logs = dict(kernel_logs or {})
+        self._telemetry_urls = dict(telemetry_urls or {})
         self._scheduler_unknown: set[str] = set()  # jobs told the scheduler poll failed
-        self._checkpoint_iter: dict[str, int] = {}  # job -> newest saved checkpoint iteration
-        # Per job, the (first, latest) progress of the current attempt already stored.
-        self._progress_written: dict[str, tuple[Progress | None, Progress | None]] = {}
         self._discovered_at = float("-inf")
         self._lock = threading.Lock()
-        # Jobs that ended and were let go: never watched again by this process. Per job, when
-        # the scheduler first showed it ended (or gone).
-        self._retired: set[str] = set()
-        self._ended_since: dict[str, float] = {}
         # Of several services on one store only the leader observes, decides and acts; the
         # others wait (None: this one is alone, as in tests and the demo).
         self._leadership = leadership
         self.leading = leadership is None
-        active = {a.job_id for a in store.active_advice()}
-        for job in store.list_jobs():
+        self._load_state()
+
+    def _load_state(self) -> None:
+        """The jobs to watch, where their logs were left and their latest attempts, as the
+        store has them: at start, and again on taking the lead (a standby's own copy dates
+        from its start, while the old leader went on reading and recording)."""
+        self.engine = Engine(self.config.detect)
+        self._jobs: dict[str, _JobSources] = {}
+        self._book = OffsetBook(
+            [FilePosition(**dataclasses.asdict(o)) for o in self.store.follower_offsets()],
+            lookback_s=self.config.sources.lookback_s,
+            clock=self.clock,
+        )
+        self._nodes = NodeSources(
+            self.sources,
+            self.config.telemetry,
+            kernel_logs=self._kernel_logs,
+            kernel_template=self._kernel_template,
+            telemetry_urls=self._telemetry_urls,
+            tz=self._tz,
+            clock=self.clock,
+            book=self._book,
+        )
+        self._checkpoint_iter: dict[str, int] = {}  # job -> newest saved checkpoint iteration
+        # Per job, the (first, latest) progress of the current attempt already stored.
+        self._progress_written: dict[str, tuple[Progress | None, Progress | None]] = {}
+        # Jobs that ended and were let go: never watched again by this process. Per job, when
+        # the scheduler first showed it ended (or gone).
+        self._retired: set[str] = set()
+        self._ended_since: dict[str, float] = {}
+        active = {a.job_id for a in self.store.active_advice()}
+        for job in self.store.list_jobs():
             if _ended(job.state) and job.job_id not in active:
                 self._retired.add(job.job_id)  # finished before this process started
             else:
@@ -350,17 +358,25 @@ class Service:
     def close(self) -> None:
         """Stop the telemetry thread and close the followed files (``run`` does it on exit)."""
         with self._lock:
-            self._nodes.close()
-            for sources in self._jobs.values():
-                sources.close()
+            self._close_sources()
+
+    def _close_sources(self) -> None:
+        self._nodes.close()
+        for sources in self._jobs.values():
+            sources.close()
 
     def _lead(self) -> bool:
-        """Whether this service leads now; on taking the lead, adopt what the old leader had
-        claimed (its steps done are recorded, so none is issued twice)."""
+        """Whether this service leads now; on taking the lead, reload the jobs' state from the
+        store and adopt what the old leader had claimed (its steps done are recorded, so none
+        is issued twice)."""
         if self._leadership is None:
             return True
         leading = self._leadership.hold()
         if leading and not self.leading:
+            # Start where the store says the old leader left off, as a restart would: this
+            # process's offsets and attempts date from its own start.
+            self._close_sources()
+            self._load_state()
             adopted = self.store.adopt_applying_advice(self.executor.executor_id)
             log.warning(
                 "leading now (%s); adopted %d advice in progress",

@@ -5,7 +5,7 @@
   standby's next try wins; a leader whose connection broke notices at its next check.
 * SQLite: ``flock`` on a lock file beside the database. The kernel releases it when the
   process dies (kill -9 included). ``flock`` is not reliable on network filesystems, which is
-  one more reason the SQLite file must not live on one (``network_filesystem`` tells).
+  one more reason the SQLite file must not live on one (``store.netfs`` tells).
 * An in-memory SQLite database is private to one process: that process always leads.
 
 ``hold()`` is cheap and is called once per service cycle: it returns whether this process
@@ -30,26 +30,6 @@ from trainmedic.store.base import StoreBase
 log = logging.getLogger(__name__)
 
 ADVISORY_KEY = 0x7472_6D65_6463  # "trmedc": one lock per database for every trainmedic
-NETWORK_FS = frozenset(
-    {
-        "nfs",
-        "nfs4",
-        "cifs",
-        "smb3",
-        "smbfs",
-        "lustre",
-        "gpfs",
-        "beegfs",
-        "ceph",
-        "glusterfs",
-        "fuse.sshfs",
-        "9p",
-        "afs",
-        "fuse.gcsfuse",
-        "fuse.s3fs",
-        "wekafs",
-    }
-)
 
 
 class Leadership(Protocol):
@@ -152,23 +132,3 @@ def leadership_for(store: StoreBase) -> Leadership:
     if database in ("", ":memory:") or database.startswith("file:"):
         return SoleLeader()
     return FileLeadership(Path(database).expanduser().with_name(Path(database).name + ".leader"))
-
-
-def network_filesystem(path: Path, mounts: str | None = None) -> str | None:
-    """The network filesystem type ``path`` lives on (from /proc/mounts), or None."""
-    if mounts is None:
-        try:
-            mounts = Path("/proc/mounts").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return None
-    target = str(path.expanduser().resolve())
-    best, best_type = "", ""
-    for line in mounts.splitlines():
-        fields = line.split()
-        if len(fields) < 3:
-            continue
-        point = fields[1].replace("\\040", " ")
-        inside = target == point or target.startswith(point.rstrip("/") + "/")
-        if inside and len(point) > len(best):
-            best, best_type = point, fields[2]
-    return best_type if best_type in NETWORK_FS else None

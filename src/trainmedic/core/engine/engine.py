@@ -143,7 +143,9 @@ class Engine:
             track = self._jobs.get(getattr(obs, "job_id", None) or "")
             if track is None:
                 return
-            if isinstance(obs, (Progress, CheckpointSaved)) and track.stale_log():
+            if isinstance(obs, (Progress, CheckpointSaved)) and (
+                track.stale_log() or track.read_again(obs)
+            ):
                 return  # the lost attempt's last lines: not progress of the new one
             if isinstance(obs, Progress):
                 if track.first_progress is None:
@@ -157,6 +159,7 @@ class Engine:
                 track.new_attempt(obs.attempt, obs.time)
                 if not seen_live:
                     track.attempt_started = None
+                    track.met_at = obs.time
             if isinstance(obs, JobStatus):
                 if obs.state is JobState.RUNNING and obs.nodes:
                     # Only a running job's nodes are its own (a requeued job still lists the

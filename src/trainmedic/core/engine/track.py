@@ -12,7 +12,7 @@ from trainmedic.core.detect.config import DetectorConfig
 from trainmedic.core.detect.state import JobDetectorState
 from trainmedic.core.logparse.scan import FileScan, LineScanner
 from trainmedic.core.model import Event, Verdict
-from trainmedic.core.observations import Progress
+from trainmedic.core.observations import CheckpointSaved, Progress
 from trainmedic.core.states import JobState
 
 # Evidence kept per job and per node: enough for any real failure burst, bounded memory.
@@ -21,6 +21,9 @@ MAX_NODE_EVENTS = 500
 # Node evidence this long before an attempt started still counts (a GPU that fell off the bus
 # just before the job landed on it).
 NODE_EVIDENCE_LOOKBACK_S = 10.0
+# After a restart, the log lines read this soon after meeting a new attempt are the backlog
+# the stored offsets left to read again (they lag a few cycles), not news.
+BACKLOG_READ_S = 30.0
 # A node death reported this long after Slurm requeued the job still belongs to the lost attempt.
 REQUEUE_GRACE_S = 120.0
 # Job states in which the current attempt still holds its nodes: running, or on its way out
@@ -57,6 +60,8 @@ class JobTrack:
         # restart) makes them an earlier attempt's, and they never reach it.
         self.fresh: dict[str, list[tuple[Event, float]]] = {}
         self.attempt_started: float | None = None
+        # When a service (re)started met this attempt already begun; None: seen starting.
+        self.met_at: float | None = None
         self.log_attempt: int | None = None  # from the last attempt banner in the logs
         self.pending: list[tuple[Anomaly, int]] = []  # with the attempt it belongs to
         # The previous attempt's nodes: Slurm requeues a --requeue job by itself when a node
@@ -85,6 +90,7 @@ class JobTrack:
             (a, n) for a, n in self.pending if n == attempt or a.trigger is Trigger.NODE_STATE
         ]
         self.attempt_started = time
+        self.met_at = None
         self.nodes = ()
         self.first_progress = self.last_progress = None
 
@@ -99,6 +105,20 @@ class JobTrack:
     def scans(self) -> list[FileScan]:
         """This attempt's scans, in the order ``analyze`` reads files of one directory."""
         return [self.scanners[path].result() for path in sorted(self.scanners)]
+
+    def read_again(self, report: Progress | CheckpointSaved) -> bool:
+        """A report of the attempt before the one a (re)started service met: printed well
+        before the meeting and read in the backlog right after it. Counted as the new
+        attempt's, it would start the new attempt's hang clock from old reports, and a
+        slow start-up would read as a hang. A workload whose clock runs behind loses only
+        the backlog's reports: those read later count whatever time they print."""
+        if self.met_at is None:
+            return False
+        received = report.time if report.received is None else report.received
+        return (
+            received <= self.met_at + BACKLOG_READ_S
+            and report.time < self.met_at - NODE_EVIDENCE_LOOKBACK_S
+        )
 
     def stale_log(self) -> bool:
         """The log is still showing an attempt the scheduler has already replaced."""
