@@ -61,6 +61,19 @@ class JobLifecycle:
             return self.try_start(state, job)
         return state
 
+    def replace_stopping(
+        self, state: ClusterState, job: JobRecord, new: JobRecord
+    ) -> tuple[ClusterState, JobRecord]:
+        """``new`` (an update of ``job``) saved with ``job``'s running launches stopped. Saved
+        first with those launches as ``stale``: if this instance dies mid-stop, the next one
+        finishes the stop (``reconcile``) and, for a pending job, starts it."""
+        stopping = job.launches if job.state is JobState.RUNNING else ()
+        new = dataclasses.replace(new, launches=(), stale=job.stale + stopping)
+        state = self.store.put(state, new)
+        self.procs.stop([*new.stale])
+        new = dataclasses.replace(new, stale=())
+        return self.store.put(state, new), new
+
     def _check_running(self, state: ClusterState, job: JobRecord) -> ClusterState:
         codes = [self.procs.exit_code(launch) for launch in job.launches]
         alive = [

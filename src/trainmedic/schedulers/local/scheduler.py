@@ -169,22 +169,14 @@ class LocalScheduler:
             unknown = sorted(set(exclude) - {n.name for n in state.nodes})
             if unknown:
                 raise SchedulerError(f"local scheduler: unknown nodes {unknown}")
-            stopping = job.launches if job.state is JobState.RUNNING else ()
-            job = dataclasses.replace(
+            pending = dataclasses.replace(
                 job,
                 state=JobState.PENDING,
                 excluded=excluded,
                 held=held,
-                launches=(),
-                stale=job.stale + stopping,
                 reason="JobHeldAdmin" if held else "",
             )
-            # Persist "pending, stopping these" first: if we die mid-stop, the next
-            # instance finishes the stop and starts the job.
-            state = self._store.put(state, job)
-            self._procs.stop([*job.stale])
-            job = dataclasses.replace(job, stale=())
-            state = self._store.put(state, job)
+            state, job = self._jobs.replace_stopping(state, job, pending)
             self._jobs.try_start(state, job)
 
     def requeue(self, job_id: str, exclude_nodes: Sequence[str]) -> None:
@@ -217,19 +209,10 @@ class LocalScheduler:
             job = require_job(state, job_id)
             if job.state.is_terminal():
                 return
-            stopping = job.launches if job.state is JobState.RUNNING else ()
-            job = dataclasses.replace(
-                job,
-                state=JobState.CANCELLED,
-                held=False,
-                reason=reason,
-                launches=(),
-                stale=job.stale + stopping,
-                ended_at=time.time(),
+            cancelled = dataclasses.replace(
+                job, state=JobState.CANCELLED, held=False, reason=reason, ended_at=time.time()
             )
-            state = self._store.put(state, job)
-            self._procs.stop([*job.stale])
-            self._store.put(state, dataclasses.replace(job, stale=()))
+            self._jobs.replace_stopping(state, job, cancelled)
 
     def drain(self, node: str, reason: str) -> bool:
         """Drain ``node`` (running jobs go on; nothing new starts there). ``reason`` must
