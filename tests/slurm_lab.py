@@ -4,16 +4,12 @@ fixture ``slurm_cluster`` in tests/integration/conftest.py):
 - ``RecordingRunner``: the real local runner, keeping every command that changes something,
   so a test states exactly what trainmedic did to the cluster;
 - ``ServiceThread``: the real service loop in a thread of the test process;
-- ``wait``: poll a check until it holds, or fail the test saying what it waited for;
 - ``restore_cluster``: the shared cluster put back for the next test.
 """
 
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
-from typing import Any
 
 from trainmedic.lab import SlurmCluster
 from trainmedic.schedulers.slurm.runner import CompletedCommand, LocalRunner
@@ -52,18 +48,7 @@ class ServiceThread:
         self._thread.join(timeout=10)
 
 
-def wait(what: str, check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    """``check()``'s first true value, polled every 0.2 s for ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-
-
-def restore_cluster(cluster: SlurmCluster) -> None:
+def restore_cluster(cluster: SlurmCluster, timeout: float = 40) -> None:
     """Every node idle again, no drain, empty kernel logs (a new service reads them whole)."""
     for node, state in cluster.node_states().items():
         if state != "idle":
@@ -73,5 +58,5 @@ def restore_cluster(cluster: SlurmCluster) -> None:
     cluster.wait_for(
         "all nodes idle",
         lambda: set(cluster.node_states().values()) == {"idle"},
-        timeout=40,
+        timeout=timeout,
     )

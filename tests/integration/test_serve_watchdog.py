@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.slurm_lab import wait
+from tests.waiting import wait
 
 from trainmedic.lab import SlurmCluster
 from trainmedic.service.holdfile import HoldFile

@@ -11,12 +11,12 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from tests.waiting import wait
 
 from trainmedic.core.states import JobState
 from trainmedic.schedulers.local.scheduler import LocalJobSpec, LocalScheduler
@@ -31,16 +31,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _wait(what: str, check: Callable[[], Any], timeout: float = 90.0) -> Any:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _serve(config: Path, log: Path) -> subprocess.Popen[bytes]:
@@ -80,7 +70,7 @@ allowed_roots = ["{tmp_path}"]
     service = _serve(config, tmp_path / "serve.log")
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait("the API", lambda: _get(url, "/healthz") is not None)
+        wait("the API", lambda: _get(url, "/healthz") is not None, 90)
         body = {
             "job_id": job_id,
             "log_paths": [str(run_dir / "job.out")],
@@ -90,16 +80,16 @@ allowed_roots = ["{tmp_path}"]
         headers = {"Authorization": f"Bearer {TOKEN}"}
         assert httpx.post(f"{url}/jobs", json=body, headers=headers).status_code in (200, 201)
         store = Store(sqlite_url(str(state / "trainmedic.db")))
-        _wait("steady training", lambda: (_job(store, job_id) or 0) >= 60)
+        wait("steady training", lambda: (_job(store, job_id) or 0) >= 60, 90)
         bad = sched.job(job_id).nodes[1]
         (run_dir / "faults.json").write_text(
             json.dumps([{"id": "k", "type": "xid79", "node": bad}])
         )
-        _wait("the incident", lambda: store.list_incidents(job_id), 30)
+        wait("the incident", lambda: store.list_incidents(job_id), 30)
         os.kill(service.pid, signal.SIGKILL)  # in the middle of acting on it
         service.wait(10)
         service = _serve(config, tmp_path / "serve.log")
-        job = _wait(
+        job = wait(
             "the job running again without the bad node",
             lambda: (
                 (j := sched.job(job_id)).state is JobState.RUNNING
@@ -107,12 +97,13 @@ allowed_roots = ["{tmp_path}"]
                 and bad not in j.nodes
                 and j
             ),
+            90,
         )
         # The scheduler may finish a requeue the killed service had begun; the restarted
         # service must then record it, not repeat it. Convergence is its word that it is done.
         advice = store.list_advice(job_id)
         assert len(advice) == 1
-        assert _wait("convergence", lambda: store.get_advice(advice[0].id).converged_at, 60)
+        assert wait("convergence", lambda: store.get_advice(advice[0].id).converged_at, 60)
         time.sleep(3)  # let the restarted service settle: it must not act again
         assert sched.job(job_id).attempt == job.attempt == 1, "requeued twice"
         incidents = store.list_incidents(job_id)
@@ -121,8 +112,10 @@ allowed_roots = ["{tmp_path}"]
         assert len(advice) == 1 and advice[0].steps_done.count("requeue") == 1
         drained = [e for e in store.node_history(bad) if e.drained]
         assert len(drained) == 1
-        _wait(
-            "training to resume", lambda: (_job(store, job_id) or 0) > 0 and _resumed(store, job_id)
+        wait(
+            "training to resume",
+            lambda: (_job(store, job_id) or 0) > 0 and _resumed(store, job_id),
+            90,
         )
     finally:
         service.send_signal(signal.SIGTERM)

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.slurm_lab import RecordingRunner, ServiceThread, restore_cluster, wait
+from tests.slurm_lab import RecordingRunner, ServiceThread, restore_cluster
+from tests.waiting import wait
 from tests.workloads.live_offline import compare_with_analyze
 
 from trainmedic.core.detect.config import SMALL_JOB

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.slurm_lab import wait
+from tests.waiting import wait
 
 from trainmedic.core.detect import SMALL_JOB
 from trainmedic.core.model import Category, EvidenceSource, Kind

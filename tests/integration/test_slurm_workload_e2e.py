@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.slurm_lab import RecordingRunner, ServiceThread, wait
+from tests.slurm_lab import RecordingRunner, ServiceThread, restore_cluster
+from tests.waiting import wait
 from tests.workloads.kvjob import KvJob, sbatch_args
 from tests.workloads.live_offline import compare_with_analyze
 
@@ -73,13 +74,7 @@ class DiscoveringService:
 
 @pytest.fixture
 def service(slurm_cluster: SlurmCluster, tmp_path: Path) -> Iterator[DiscoveringService]:
-    for node in slurm_cluster.nodes:
-        slurm_cluster.kernel_log(node).write_text("")
-    slurm_cluster.wait_for(
-        "all nodes idle",
-        lambda: set(slurm_cluster.node_states().values()) == {"idle"},
-        timeout=60,
-    )
+    restore_cluster(slurm_cluster, timeout=60)
     running = DiscoveringService(slurm_cluster, tmp_path)
     yield running
     running.close()

@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
-from tests.slurm_lab import RecordingRunner, ServiceThread, restore_cluster, wait
+from tests.slurm_lab import RecordingRunner, ServiceThread, restore_cluster
+from tests.waiting import wait
 
 from trainmedic.core.model import Category
 from trainmedic.core.states import NodeState
