@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,11 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _wait(what: str, check: Callable[[], Any], timeout: float = 90.0) -> Any:
+    # The shared wait with these tests' longer default (test_service_failover imports it).
+    return wait(what, check, timeout)
 
 
 def _serve(config: Path, log: Path) -> subprocess.Popen[bytes]:
@@ -70,7 +76,7 @@ allowed_roots = ["{tmp_path}"]
     service = _serve(config, tmp_path / "serve.log")
     url = f"http://127.0.0.1:{port}"
     try:
-        wait("the API", lambda: _get(url, "/healthz") is not None, 90)
+        _wait("the API", lambda: _get(url, "/healthz") is not None)
         body = {
             "job_id": job_id,
             "log_paths": [str(run_dir / "job.out")],
@@ -80,16 +86,16 @@ allowed_roots = ["{tmp_path}"]
         headers = {"Authorization": f"Bearer {TOKEN}"}
         assert httpx.post(f"{url}/jobs", json=body, headers=headers).status_code in (200, 201)
         store = Store(sqlite_url(str(state / "trainmedic.db")))
-        wait("steady training", lambda: (_job(store, job_id) or 0) >= 60, 90)
+        _wait("steady training", lambda: (_job(store, job_id) or 0) >= 60)
         bad = sched.job(job_id).nodes[1]
         (run_dir / "faults.json").write_text(
             json.dumps([{"id": "k", "type": "xid79", "node": bad}])
         )
-        wait("the incident", lambda: store.list_incidents(job_id), 30)
+        _wait("the incident", lambda: store.list_incidents(job_id), 30)
         os.kill(service.pid, signal.SIGKILL)  # in the middle of acting on it
         service.wait(10)
         service = _serve(config, tmp_path / "serve.log")
-        job = wait(
+        job = _wait(
             "the job running again without the bad node",
             lambda: (
                 (j := sched.job(job_id)).state is JobState.RUNNING
@@ -97,13 +103,12 @@ allowed_roots = ["{tmp_path}"]
                 and bad not in j.nodes
                 and j
             ),
-            90,
         )
         # The scheduler may finish a requeue the killed service had begun; the restarted
         # service must then record it, not repeat it. Convergence is its word that it is done.
         advice = store.list_advice(job_id)
         assert len(advice) == 1
-        assert wait("convergence", lambda: store.get_advice(advice[0].id).converged_at, 60)
+        assert _wait("convergence", lambda: store.get_advice(advice[0].id).converged_at, 60)
         time.sleep(3)  # let the restarted service settle: it must not act again
         assert sched.job(job_id).attempt == job.attempt == 1, "requeued twice"
         incidents = store.list_incidents(job_id)
@@ -112,10 +117,8 @@ allowed_roots = ["{tmp_path}"]
         assert len(advice) == 1 and advice[0].steps_done.count("requeue") == 1
         drained = [e for e in store.node_history(bad) if e.drained]
         assert len(drained) == 1
-        wait(
-            "training to resume",
-            lambda: (_job(store, job_id) or 0) > 0 and _resumed(store, job_id),
-            90,
+        _wait(
+            "training to resume", lambda: (_job(store, job_id) or 0) > 0 and _resumed(store, job_id)
         )
     finally:
         service.send_signal(signal.SIGTERM)
