@@ -8,12 +8,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import httpx
+from tests.waiting import wait as shared_wait
 
 from trainmedic.core.states import JobState
 from trainmedic.store import Store
@@ -26,14 +26,8 @@ def free_port() -> int:
 
 
 def wait(what: str, check: Callable[[], Any], timeout: float = 90.0, every: float = 0.1) -> Any:
-    """``check()``'s first truthy value; AssertionError naming ``what`` after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+    """The shared wait with these multi-process tests' longer default."""
+    return shared_wait(what, check, timeout, every)
 
 
 def running_again(job: Callable[[], Any], bad: str, timeout: float = 90.0) -> Any:

@@ -10,10 +10,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tests.waiting import wait
 
 from trainmedic.core.states import JobState, NodeState
 from trainmedic.schedulers.base import JobInfo
@@ -22,16 +22,6 @@ from trainmedic.schedulers.local.scheduler import LocalJobSpec, LocalScheduler
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 NODES = ("node1", "node2", "node3", "node4")
-
-
-def wait_for(what: str, check: Callable[[], object], timeout: float = 90.0) -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def job_processes(cluster: Path) -> list[int]:
@@ -68,7 +58,7 @@ def test_crash_requeue_exclude_resume_readopt_cancel(tmp_path: Path) -> None:
         info = sched.poll([job_id]).jobs[0]
         assert (info.state, info.nodes, info.attempt) == (JobState.RUNNING, ("node1", "node2"), 0)
         assert info.stdout_path == str(out)
-        wait_for("a checkpoint", lambda: "checkpoint saved iter=20" in out.read_text())
+        wait("a checkpoint", lambda: "checkpoint saved iter=20" in out.read_text(), 90)
         nodes = {n.name: n.state for n in sched.poll([job_id]).nodes}
         assert nodes == {
             "node1": NodeState.ALLOCATED, "node2": NodeState.ALLOCATED,
@@ -83,7 +73,7 @@ def test_crash_requeue_exclude_resume_readopt_cancel(tmp_path: Path) -> None:
             job = sched.poll([job_id]).jobs[0]
             return job if job.state is JobState.FAILED else None
 
-        info = wait_for("FAILED", failed, timeout=30)  # type: ignore[assignment]
+        info = wait("FAILED", failed, timeout=30)
         fired_at = json.loads((run / "faults.fired" / "k").read_text())["time"]
         assert time.time() - fired_at < 15.0  # ~1 s on an idle machine; CI is shared
         assert info.exit_code not in (None, 0)
@@ -99,8 +89,8 @@ def test_crash_requeue_exclude_resume_readopt_cancel(tmp_path: Path) -> None:
         assert info.state is JobState.RUNNING and "node2" not in info.nodes
         assert (info.attempt, info.excluded_nodes) == (1, ("node2",))
         assert info.nodes[0] == "node1"  # previous nodes are preferred
-        wait_for(
-            "progress after resume", lambda: re.search(r" iter=\d+ loss=", after_banner(out, 1))
+        wait(
+            "progress after resume", lambda: re.search(r" iter=\d+ loss=", after_banner(out, 1)), 90
         )
         resumed = re.search(r"resumed from checkpoint iter=(\d+)", after_banner(out, 1))
         assert resumed and int(resumed[1]) >= 20
@@ -148,7 +138,7 @@ def test_service_killed_minus_9_job_survives_and_is_readopted(tmp_path: Path) ->
     service.wait()
     try:
         out = run / "job.out"
-        wait_for("progress", lambda: re.search(r" iter=\d+ loss=", out.read_text()))
+        wait("progress", lambda: re.search(r" iter=\d+ loss=", out.read_text()), 90)
         info = LocalScheduler(cluster).poll([job_id]).jobs[0]
         assert (info.state, info.nodes) == (JobState.RUNNING, ("node1", "node2"))
         assert job_processes(cluster)  # the job kept running without its service
@@ -185,7 +175,7 @@ def test_a_start_interrupted_by_kill_9_is_finished_as_the_same_attempt(tmp_path:
         # requeue happened, so none may be counted.
         assert (info.state, info.attempt) == (JobState.RUNNING, 0)
         out = run / "job.out"
-        wait_for("progress", lambda: re.search(r" iter=\d+ loss=", out.read_text()))
+        wait("progress", lambda: re.search(r" iter=\d+ loss=", out.read_text()), 90)
         time.sleep(2.0)  # the stopped launch's wrapper has long written its exit status
         (info,) = sched.poll(["1"]).jobs
         assert (info.state, info.attempt) == (JobState.RUNNING, 0)

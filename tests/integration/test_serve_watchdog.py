@@ -10,26 +10,15 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
+from tests.waiting import wait
 
 from trainmedic.lab import SlurmCluster
 from trainmedic.service.holdfile import HoldFile
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm, pytest.mark.timeout(180)]
-
-
-def _wait(what: str, check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 def _watchdogs(parent: int) -> list[int]:
@@ -99,37 +88,37 @@ interval_s = 0.5
     jobs: list[str] = []
     watchdogs: list[int] = []
     try:
-        (first,) = _wait("the watchdog child", lambda: _watchdogs(serve.pid), 60)
+        (first,) = wait("the watchdog child", lambda: _watchdogs(serve.pid), 60)
         watchdogs.append(first)
         holds = HoldFile(state / "holds.json")
 
         # The database is deleted under the running service: the watchdog works from the file.
-        _wait("the database", lambda: (state / "trainmedic.db").exists())
+        wait("the database", lambda: (state / "trainmedic.db").exists())
         for name in ("trainmedic.db", "trainmedic.db-wal", "trainmedic.db-shm"):
             (state / name).unlink(missing_ok=True)
         jobs.append(_held_job(slurm_cluster, tmp_path, holds))
-        _wait("the held job released", lambda: slurm_cluster.job_state(jobs[-1]) == "RUNNING")
+        wait("the held job released", lambda: slurm_cluster.job_state(jobs[-1]) == "RUNNING")
         assert holds.holds() == []
 
         # A watchdog that dies is started again.
         os.kill(first, signal.SIGKILL)
-        second = _wait(
+        second = wait(
             "a new watchdog child", lambda: [p for p in _watchdogs(serve.pid) if p != first], 60
         )[0]
         watchdogs.append(second)
 
         # kill -9 of the service with a hold open: its watchdog lives on, releases the job,
         # then exits (no process left behind once nothing is held).
-        _wait("the new watchdog acting", lambda: "releasing" in _log_text(tmp_path), 60)
+        wait("the new watchdog acting", lambda: "releasing" in _log_text(tmp_path), 60)
         jobs.append(_held_job(slurm_cluster, tmp_path, holds, delay=3.0))
         serve.kill()
         serve.wait(10)
         assert _alive(second) and slurm_cluster.job_state(jobs[-1]) == "PENDING"
-        _wait(
+        wait(
             "released after the service died",
             lambda: slurm_cluster.job_state(jobs[-1]) == "RUNNING",
         )
-        _wait("the orphaned watchdog gone", lambda: not _alive(second))
+        wait("the orphaned watchdog gone", lambda: not _alive(second))
     finally:
         if serve.poll() is None:
             serve.send_signal(signal.SIGTERM)

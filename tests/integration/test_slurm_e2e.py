@@ -14,13 +14,14 @@ import dataclasses
 import json
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.slurm_lab import RecordingRunner, ServiceThread, restore_cluster
+from tests.waiting import wait
 from tests.workloads.live_offline import compare_with_analyze
 
 from trainmedic.core.detect.config import SMALL_JOB
@@ -34,7 +35,7 @@ from trainmedic.demo.slurm_job import (
     trainer_job_spec,
 )
 from trainmedic.lab import SlurmCluster
-from trainmedic.schedulers.slurm.runner import CompletedCommand, LocalRunner
+from trainmedic.schedulers.slurm.runner import LocalRunner
 from trainmedic.schedulers.slurm.scheduler import SlurmScheduler
 from trainmedic.schedulers.slurm.scontrol import JobDetails
 from trainmedic.service.config.loader import default_config
@@ -42,24 +43,6 @@ from trainmedic.service.loop import Service
 from trainmedic.store import AdviceRecord, AdviceStatus, IncidentRecord, Store, sqlite_url
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm, pytest.mark.timeout(180)]
-
-READ_ONLY = ({"squeue"}, {"sinfo"}, {"scontrol", "-o", "show"})
-
-
-class RecordingRunner(LocalRunner):
-    """The real local runner, keeping every command that changes something."""
-
-    def __init__(self, slurm_conf: str) -> None:
-        super().__init__(slurm_conf)
-        self.changes: list[tuple[str, ...]] = []
-
-    def run(self, argv: list[str], timeout: float) -> CompletedCommand:
-        if not any(set(argv[: len(ro)]) == ro for ro in READ_ONLY):
-            self.changes.append(tuple(argv))
-        return super().run(argv, timeout)
-
-    def issued(self, *prefix: str) -> list[tuple[str, ...]]:
-        return [c for c in self.changes if c[: len(prefix)] == prefix]
 
 
 class Lab:
@@ -83,9 +66,7 @@ class Lab:
             config, self.store, self.slurm, executor_id="e2e", kernel_logs=kernel
         )
         self.jobs: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self.service.run, args=(self._stop,), daemon=True)
-        self._thread.start()
+        self._running = ServiceThread(self.service)
 
     # -- the job ------------------------------------------------------------------------
 
@@ -151,36 +132,11 @@ class Lab:
         return info.drain, info.reason
 
     def close(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+        self._running.stop()
         if self.jobs:
             self.cluster.run(["scancel", *self.jobs], check=False)
         restore_cluster(self.cluster)
         self.store.close()
-
-
-def wait(what: str, check: Callable[[], Any], timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-
-
-def restore_cluster(cluster: SlurmCluster) -> None:
-    """Every node idle again, no drain, empty kernel logs (a new service reads them whole)."""
-    for node, state in cluster.node_states().items():
-        if state != "idle":
-            cluster.run(["scontrol", "update", f"NodeName={node}", "State=RESUME"], check=False)
-    for node in cluster.nodes:
-        cluster.kernel_log(node).write_text("")
-    cluster.wait_for(
-        "all nodes idle",
-        lambda: set(cluster.node_states().values()) == {"idle"},
-        timeout=40,
-    )
 
 
 @pytest.fixture

@@ -21,7 +21,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_slurm_e2e import restore_cluster
 from tests.integration.kill_gates import POINTS, KillGates, wait_reached
 from tests.integration.pg_server import fresh_database
 from tests.integration.serve_helpers import (
@@ -31,6 +30,7 @@ from tests.integration.serve_helpers import (
     stop_all,
     wait,
 )
+from tests.slurm_lab import restore_cluster
 
 from trainmedic.core.detect.config import SMALL_JOB, DetectorConfig
 from trainmedic.core.model import Action, Kind

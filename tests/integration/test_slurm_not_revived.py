@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.slurm_lab import RecordingRunner
 
 from trainmedic.core.model import Action, Advice, Category, Kind, Verdict
 from trainmedic.lab import SlurmCluster
-from trainmedic.schedulers.slurm.runner import CompletedCommand, LocalRunner
 from trainmedic.schedulers.slurm.scheduler import SlurmScheduler
 from trainmedic.service.config.loader import default_config
 from trainmedic.service.loop import Service
@@ -26,20 +26,8 @@ from trainmedic.store import AdviceMode, AdviceStatus, JobSpec, Store, sqlite_ur
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm, pytest.mark.timeout(120)]
 
-READ_ONLY = ({"squeue"}, {"sinfo"}, {"scontrol", "-o", "show"})
 CRASH = Verdict(True, Kind.CRASH, Category.APPLICATION, 0.6)
 LOOP = "while true; do echo step; sleep 0.2; done"
-
-
-class RecordingRunner(LocalRunner):
-    def __init__(self, slurm_conf: str) -> None:
-        super().__init__(slurm_conf)
-        self.changes: list[tuple[str, ...]] = []
-
-    def run(self, argv: list[str], timeout: float) -> CompletedCommand:
-        if not any(set(argv[: len(ro)]) == ro for ro in READ_ONLY):
-            self.changes.append(tuple(argv))
-        return super().run(argv, timeout)
 
 
 class Watched:

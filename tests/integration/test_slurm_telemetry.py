@@ -13,11 +13,11 @@ import dataclasses
 import socket
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.waiting import wait
 
 from trainmedic.core.detect import SMALL_JOB
 from trainmedic.core.model import Category, EvidenceSource, Kind
@@ -41,16 +41,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.slurm, pytest.mark.timeout(240)]
 
 GOOD, DEAD = "node1", "node2"
 GPU = 1
-
-
-def wait(what: str, check: Callable[[], Any], timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 def dead_url() -> str:

@@ -13,54 +13,25 @@ analyze``'s on the job's files.
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from tests.slurm_lab import RecordingRunner, ServiceThread, restore_cluster
+from tests.waiting import wait
 from tests.workloads.kvjob import KvJob, sbatch_args
 from tests.workloads.live_offline import compare_with_analyze
 
 from trainmedic.core.model import Action, Category, Kind
 from trainmedic.core.states import JobState
 from trainmedic.lab import SlurmCluster
-from trainmedic.schedulers.slurm.runner import CompletedCommand, LocalRunner
 from trainmedic.schedulers.slurm.scheduler import SlurmScheduler
 from trainmedic.service.config.loader import default_config
 from trainmedic.service.loop import Service
 from trainmedic.store import IncidentRecord, Store, sqlite_url
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm, pytest.mark.timeout(300)]
-
-READ_ONLY = ({"squeue"}, {"sinfo"}, {"scontrol", "-o", "show"})
-
-
-class RecordingRunner(LocalRunner):
-    """The real local runner, keeping every command that changes something."""
-
-    def __init__(self, slurm_conf: str) -> None:
-        super().__init__(slurm_conf)
-        self.changes: list[tuple[str, ...]] = []
-
-    def run(self, argv: list[str], timeout: float) -> CompletedCommand:
-        if not any(set(argv[: len(ro)]) == ro for ro in READ_ONLY):
-            self.changes.append(tuple(argv))
-        return super().run(argv, timeout)
-
-    def issued(self, *prefix: str) -> list[tuple[str, ...]]:
-        return [c for c in self.changes if c[: len(prefix)] == prefix]
-
-
-def wait(what: str, check: Callable[[], Any], timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 class DiscoveringService:
@@ -91,28 +62,19 @@ class DiscoveringService:
         )
         assert config.policy.stop_enforcement is False  # only the job opts in to stops
         self.service = Service(config, self.store, self.slurm, executor_id="e2e-workload")
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self.service.run, args=(self._stop,), daemon=True)
-        self._thread.start()
+        self._running = ServiceThread(self.service)
 
     def incidents(self, job_id: str) -> list[IncidentRecord]:
         return [i for i in self.store.list_incidents(job_id) if i.kind is not Kind.STRAGGLER]
 
     def close(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+        self._running.stop()
         self.store.close()
 
 
 @pytest.fixture
 def service(slurm_cluster: SlurmCluster, tmp_path: Path) -> Iterator[DiscoveringService]:
-    for node in slurm_cluster.nodes:
-        slurm_cluster.kernel_log(node).write_text("")
-    slurm_cluster.wait_for(
-        "all nodes idle",
-        lambda: set(slurm_cluster.node_states().values()) == {"idle"},
-        timeout=60,
-    )
+    restore_cluster(slurm_cluster, timeout=60)
     running = DiscoveringService(slurm_cluster, tmp_path)
     yield running
     running.close()

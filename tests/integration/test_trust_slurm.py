@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
+from tests.slurm_lab import RecordingRunner, ServiceThread, restore_cluster
+from tests.waiting import wait
 
 from trainmedic.core.model import Category
 from trainmedic.core.states import NodeState
 from trainmedic.lab import SlurmCluster
 from trainmedic.schedulers.base import ClusterSnapshot
-from trainmedic.schedulers.slurm.runner import CompletedCommand, LocalRunner
+from trainmedic.schedulers.slurm.runner import LocalRunner
 from trainmedic.schedulers.slurm.scheduler import SlurmScheduler
 from trainmedic.service.config.loader import default_config
 from trainmedic.service.config.sections import Config
@@ -33,20 +33,6 @@ from trainmedic.store import AdviceRecord, IncidentRecord, JobSpec, Store, sqlit
 pytestmark = [pytest.mark.slow, pytest.mark.slurm, pytest.mark.timeout(240)]
 
 XID = "NVRM: Xid (PCI:0000:5e:00): 79, pid=1, name=python, GPU has fallen off the bus."
-READ_ONLY = ({"squeue"}, {"sinfo"}, {"scontrol", "-o", "show"})
-
-
-class RecordingRunner(LocalRunner):
-    """The real local runner, keeping every command that changes something."""
-
-    def __init__(self, slurm_conf: str) -> None:
-        super().__init__(slurm_conf)
-        self.changes: list[tuple[str, ...]] = []
-
-    def run(self, argv: list[str], timeout: float) -> CompletedCommand:
-        if not any(set(argv[: len(ro)]) == ro for ro in READ_ONLY):
-            self.changes.append(tuple(argv))
-        return super().run(argv, timeout)
 
 
 class WatchedSlurm(SlurmScheduler):
@@ -70,9 +56,7 @@ class Running:
         self.store = Store(sqlite_url(str(tmp / "state.db")))
         kernel = {n: str(cluster.kernel_log(n)) for n in cluster.nodes}
         self.service = Service(config, self.store, self.slurm, executor_id="t", kernel_logs=kernel)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self.service.run, args=(self._stop,), daemon=True)
-        self._thread.start()
+        self._running = ServiceThread(self.service)
 
     def incident(self, job_id: str, timeout: float = 60) -> IncidentRecord:
         found: list[IncidentRecord] = wait(
@@ -98,35 +82,13 @@ class Running:
         return [c for c in self.runner.changes if any("State=DRAIN" in a for a in c)]
 
     def close(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+        self._running.stop()
         self.store.close()
-
-
-def wait(what: str, check: Callable[[], Any], timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-
-
-def restore(cluster: SlurmCluster) -> None:
-    for node, state in cluster.node_states().items():
-        if state != "idle":
-            cluster.run(["scontrol", "update", f"NodeName={node}", "State=RESUME"], check=False)
-    for node in cluster.nodes:
-        cluster.kernel_log(node).write_text("")
-    cluster.wait_for(
-        "all nodes idle", lambda: set(cluster.node_states().values()) == {"idle"}, timeout=40
-    )
 
 
 @pytest.fixture
 def running(slurm_cluster: SlurmCluster, tmp_path: Path) -> Iterator[Callable[[Config], Running]]:
-    restore(slurm_cluster)
+    restore_cluster(slurm_cluster)
     made: list[Running] = []
 
     def make(config: Config) -> Running:
@@ -137,7 +99,7 @@ def running(slurm_cluster: SlurmCluster, tmp_path: Path) -> Iterator[Callable[[C
     for one in made:
         one.close()
     slurm_cluster.run(["scancel", "--user", "root"], check=False)
-    restore(slurm_cluster)
+    restore_cluster(slurm_cluster)
 
 
 def _config(cluster: SlurmCluster, mode: str) -> Config:

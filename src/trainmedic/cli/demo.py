@@ -37,7 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Heavy imports (torch runs in the workers; FastAPI, SQLAlchemy here) only now.
-    from trainmedic.demo.runner import DemoOptions, DemoRunner
+    from trainmedic.demo.options import DemoOptions
+    from trainmedic.demo.runner import DemoRunner
     from trainmedic.demo.scenarios import by_name
 
     logging.basicConfig(

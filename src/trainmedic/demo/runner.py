@@ -14,28 +14,25 @@ trainmedic action was taken.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from trainmedic.api.app import create_app
 from trainmedic.api.server import ApiServer
 from trainmedic.core.accounting import account_job
-from trainmedic.core.detect.config import SMALL_JOB
 from trainmedic.core.errors import TrainmedicError
-from trainmedic.core.model import Action, Kind
+from trainmedic.core.model import Action
+from trainmedic.demo.observe import DemoError, DemoObserver
+from trainmedic.demo.options import NODES, DemoOptions, demo_config
 from trainmedic.demo.report import IncidentReport, Timeline, report_entry
 from trainmedic.demo.scenarios import Scenario
 from trainmedic.schedulers.base import SchedulerAdapter
 from trainmedic.schedulers.local.scheduler import LocalJobSpec, LocalScheduler
-from trainmedic.service.config.loader import default_config
-from trainmedic.service.config.sections import Config
 from trainmedic.service.loop import Service
 from trainmedic.store import (
     AdviceRecord,
@@ -47,32 +44,6 @@ from trainmedic.store import (
     sqlite_url,
 )
 from trainmedic.store.facts import load_job_facts
-
-NODES = ("node1", "node2", "node3", "node4")
-
-
-class DemoError(TrainmedicError):
-    """The demo could not go on (a fault was not detected in time, the job did not start)."""
-
-
-@dataclass(frozen=True, slots=True)
-class DemoOptions:
-    mode: str = "action"
-    workdir: Path | None = None
-    scenarios: tuple[Scenario, ...] = ()
-    fault_timeout_s: float = 60.0
-    api: bool = True
-
-
-def demo_config(mode: str) -> Config:
-    base = default_config()
-    return dataclasses.replace(
-        base,
-        service=dataclasses.replace(base.service, mode=mode, poll_interval_s=0.2),  # type: ignore[arg-type]
-        policy=dataclasses.replace(base.policy, stop_enforcement=True),
-        # The example trainer reports every step (ms apart) and starts in seconds.
-        detect=SMALL_JOB,
-    )
 
 
 class DemoRunner:
@@ -105,6 +76,9 @@ class DemoRunner:
         )
         self.run_dir = workdir / "run"
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.observe = DemoObserver(
+            self.store, self.timeline, self.run_dir, self.options.fault_timeout_s, self.unexpected
+        )
         api = (
             ApiServer(create_app(self.store, config, sources=self.service.sources))
             if self.options.api
@@ -200,45 +174,23 @@ class DemoRunner:
         )
         return job_id
 
-    def _wait(self, what: str, check: Callable[[], Any], timeout_s: float) -> Any:
-        deadline = time.time() + timeout_s
-        while time.time() < deadline:
-            value = check()
-            if value:
-                return value
-            time.sleep(0.1)
-        raise DemoError(f"timed out after {timeout_s:.0f} s waiting for {what}")
-
-    def _iteration(self, job_id: str) -> int:
-        job = self.store.get_job(job_id)
-        return job.last_iteration or 0 if job else 0
-
-    def _wait_steady(self, job_id: str, iterations: int) -> int:
-        start = self._iteration(job_id)
-        self._wait(
-            f"{iterations} iterations of progress",
-            lambda: self._iteration(job_id) >= start + iterations,
-            self.options.fault_timeout_s,
-        )
-        return self._iteration(job_id)
-
     # -- the faults ----------------------------------------------------------------------
 
     def _scenarios(self) -> dict[str, Any]:
         submitted = time.time()
         job_id = self._submit()
         self.timeline.say(f"job {job_id}: DDP trainer, 2 nodes x 2 ranks, on 4 virtual nodes")
-        first = self._wait_steady(job_id, 30)
-        cold_start = self._first_progress(job_id, -1) - submitted
+        first = self.observe.wait_steady(job_id, 30)
+        cold_start = self.observe.first_progress(job_id, -1) - submitted
         started = rate_t0 = time.time()
         rate_i0 = first
-        self._wait_steady(job_id, 60)
-        rate = (self._iteration(job_id) - rate_i0) / max(1e-6, time.time() - rate_t0)
+        self.observe.wait_steady(job_id, 60)
+        rate = (self.observe.iteration(job_id) - rate_i0) / max(1e-6, time.time() - rate_t0)
         self.timeline.say(f"training steadily at {rate:.0f} it/s")
         entries: list[IncidentReport] = []
         faults: list[dict[str, Any]] = []
         for number, scenario in enumerate(self.options.scenarios, 1):
-            self._wait_steady(job_id, 30)
+            self.observe.wait_steady(job_id, 30)
             entries.extend(self._one(job_id, number, scenario, faults))
             if self._job_finished(job_id):
                 break
@@ -250,7 +202,7 @@ class DemoRunner:
             "incidents": [e.as_json() for e in entries],
             "goodput": None if ratio is None else round(ratio, 4),
             "mode": self.options.mode,
-            "actions_taken": self._actions_taken(job_id),
+            "actions_taken": self.observe.actions_taken(job_id),
             "job_id": job_id,
             "wall_s": round(end - started, 2),
             "steady_it_per_s": round(rate, 1),
@@ -269,7 +221,7 @@ class DemoRunner:
             fault["rank"] = 3
         if scenario.at_iter_ahead is not None:
             # Ten iterations past a checkpoint (every 25): the retry shows progress first.
-            ahead = self._iteration(job_id) + scenario.at_iter_ahead
+            ahead = self.observe.iteration(job_id) + scenario.at_iter_ahead
             fault["at_iter"] = (ahead // 25) * 25 + 10
         faults.append(fault)
         tmp = self.run_dir / "faults.json.tmp"
@@ -288,74 +240,21 @@ class DemoRunner:
         injected = self._inject(job_id, number, scenario, faults)
         out: list[IncidentReport] = []
         for expected in scenario.expected_actions:
-            incident = self._wait(
+            incident = self.observe.wait(
                 f"trainmedic to detect {scenario.fault}",
-                lambda: self._next_incident(job_id, scenario, seen),
+                lambda: self.observe.next_incident(job_id, scenario, seen),
                 self.options.fault_timeout_s,
             )
             seen.add(incident.id)
-            advice = self._advice(incident)
+            advice = self.observe.advice(incident)
             self.timeline.incident(incident, advice)
-            fired = self._fired_at(f"demo-{number}-{scenario.fault}", incident.attempt)
+            fired = self.observe.fired_at(f"demo-{number}-{scenario.fault}", incident.attempt)
             fault_at = fired if fired is not None else injected
             done_at, productive_at = self._recovery(job_id, scenario, incident, advice)
             out.append(
                 report_entry(scenario, incident, advice, fault_at, done_at, productive_at, expected)
             )
         return out
-
-    def _advice(self, incident: IncidentRecord) -> AdviceRecord:
-        advice: AdviceRecord = self._wait(
-            f"advice for incident {incident.id}",
-            lambda: next(
-                (
-                    a
-                    for a in self.store.list_advice(incident.job_id)
-                    if a.incident_id == incident.id
-                ),
-                None,
-            ),
-            10.0,
-        )
-        return advice
-
-    def _next_incident(
-        self, job_id: str, scenario: Scenario, seen: set[int]
-    ) -> IncidentRecord | None:
-        """The next incident for this fault. A straggler report while another fault is being
-        shown (2 shared cores make step times noisy) is kept aside in ``unexpected``."""
-        for incident in self.store.list_incidents(job_id):
-            if incident.id in seen:
-                continue
-            straggler = incident.kind is Kind.STRAGGLER
-            if straggler and scenario.expected_kind is not Kind.STRAGGLER:
-                seen.add(incident.id)
-                self.unexpected.append(incident)
-                self.timeline.say(f"note: unexpected straggler report {incident.basis}")
-                continue
-            return incident
-        return None
-
-    def _fired_at(self, fault_id: str, attempt: int) -> float | None:
-        """When the trainer actually fired the fault in that attempt (its faults.log), the
-        earliest rank first; None when it left no record."""
-        times: list[float] = []
-        try:
-            lines = (self.run_dir / "faults.log").read_text().splitlines()
-        except OSError:
-            return None
-        for line in lines:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue  # a line being written
-            if record.get("id") == fault_id and record.get("attempt") == attempt:
-                times.append(float(record["time"]))
-        return min(times, default=None)
-
-    def _advice_of(self, incident: IncidentRecord) -> AdviceRecord | None:
-        advice = self.store.list_advice(incident.job_id)
-        return next((a for a in advice if a.incident_id == incident.id), None)
 
     def _recovery(
         self, job_id: str, scenario: Scenario, incident: IncidentRecord, advice: AdviceRecord
@@ -365,7 +264,7 @@ class DemoRunner:
             return None, None
         done_at: float | None = None
         if self.options.mode == "action":
-            final = self._wait(
+            final = self.observe.wait(
                 f"the executor to carry out advice {advice.id}",
                 lambda: (a := self.store.get_advice(advice.id)).status.is_terminal() and a,
                 self.options.fault_timeout_s,
@@ -379,32 +278,9 @@ class DemoRunner:
             return None, None
         else:
             self._operator_restart(job_id)
-        return done_at, self._productive_again(job_id, incident.attempt)
+        return done_at, self.observe.productive_again(job_id, incident.attempt)
 
     def _operator_restart(self, job_id: str) -> None:
         """Monitor mode: nobody acts for trainmedic, so the demo requeues like a person."""
         self.sched.requeue(job_id, ())
         self.timeline.say("operator: plain requeue (trainmedic only advised)")
-
-    def _first_progress(self, job_id: str, after_attempt: int) -> float:
-        def first_progress() -> float | None:
-            for record in self.store.list_attempts(job_id):
-                if record.attempt > after_attempt and record.first_progress_at is not None:
-                    return record.first_progress_at
-            return None
-
-        found: float = self._wait("training progress", first_progress, 90.0)
-        return found
-
-    def _productive_again(self, job_id: str, failed_attempt: int) -> float:
-        productive = self._first_progress(job_id, failed_attempt)
-        resumed = next(a for a in self.store.list_attempts(job_id) if a.attempt > failed_attempt)
-        self.timeline.say(
-            f"productive again: attempt {resumed.attempt} on {', '.join(resumed.nodes)} "
-            f"from iteration {resumed.first_iteration}"
-        )
-        return productive
-
-    def _actions_taken(self, job_id: str) -> int:
-        """Advice trainmedic carried out (0 is what monitor mode must show)."""
-        return sum(1 for a in self.store.list_advice(job_id) if a.applied_at is not None)

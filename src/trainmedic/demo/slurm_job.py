@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from trainmedic.demo.runner import NODES, DemoOptions, DemoRunner
+from trainmedic.demo.options import NODES, DemoOptions
+from trainmedic.demo.runner import DemoRunner
 from trainmedic.lab import SlurmCluster
 from trainmedic.schedulers.base import SchedulerAdapter
 from trainmedic.schedulers.slurm.runner import LocalRunner

@@ -104,6 +104,15 @@ def _record(line: str, required: tuple[str, ...]) -> dict[str, str]:
     return fields
 
 
+def _first_record(text: str, key: str, command: str, required: tuple[str, ...]) -> dict[str, str]:
+    """The fields of the first ``key=...`` line of ``command``'s output (``-o``: a record a
+    line)."""
+    line = next((ln for ln in text.splitlines() if ln.startswith(f"{key}=")), None)
+    if line is None:
+        raise SchedulerError(f"{command}: no {key}= record in {text[:120]!r}")
+    return _record(line, required)
+
+
 def _value(fields: dict[str, str], key: str) -> str:
     value = fields.get(key, "")
     return "" if value in _NULL else value
@@ -149,10 +158,7 @@ class JobDetails:
 
 def parse_scontrol_job(text: str) -> JobDetails:
     """The first record of ``scontrol -o show job ID``."""
-    line = next((ln for ln in text.splitlines() if ln.startswith("JobId=")), None)
-    if line is None:
-        raise SchedulerError(f"scontrol show job: no JobId= record in {text[:120]!r}")
-    f = _record(line, REQUIRED_JOB_KEYS)
+    f = _first_record(text, "JobId", "scontrol show job", REQUIRED_JOB_KEYS)
     job_id = f["JobId"]
     if _value(f, "ArrayTaskId") and _value(f, "ArrayJobId"):
         job_id = f"{f['ArrayJobId']}_{f['ArrayTaskId']}"
@@ -196,10 +202,7 @@ class NodeDetails:
 
 def parse_scontrol_node(text: str) -> NodeDetails:
     """``scontrol -o show node NAME``: state (``MIXED+DRAIN``, ``IDLE*``) and drain reason."""
-    line = next((ln for ln in text.splitlines() if ln.startswith("NodeName=")), None)
-    if line is None:
-        raise SchedulerError(f"scontrol show node: no NodeName= record in {text[:120]!r}")
-    f = _record(line, REQUIRED_NODE_KEYS)
+    f = _first_record(text, "NodeName", "scontrol show node", REQUIRED_NODE_KEYS)
     raw = f.get("State", "UNKNOWN")
     parts = raw.upper().split("+")
     base = parts[0].rstrip("*~#$@^-!%")
