@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_store_postgres import postgres_url  # noqa: F401  (the module's PostgreSQL server)
 
 from trainmedic.core.model import Action, Advice
 from trainmedic.store import AdviceMode, Store, sqlite_url
