@@ -78,6 +78,11 @@ _NOT_FAILURE = re.compile(
     r"|error_file|on_error|errors=|error_handler|_timeout\b|timeout_|\btimeout\s*[=:]\s*\d"
     r"|raise_on|fail_on|fault.?toleran|auto.?requeue|--\w*(?:timeout|error|fail)\w*"
     r"|\bif\b.*\b(?:fail|error)|will be (?:killed|terminated) (?:after|if)|Exception ignored in"
+    # metrics named after errors ("valid ErrorRate: 2.5e-02", "top-1 error 23.4", "err_rate=0.1")
+    r"|(?-i:[Ee]rr(?:or)?)[ _-]?(?:rate|ratio|pct|%)\w*[\"']?\s*[:=]?\s*[-+]?\.?\d"
+    r"|\btop-?\d+[ _-]?err(?:or)?\w*[\"']?\s*[:=]?\s*\d"
+    # a client that says it will retry has not failed yet; if the retries run out, it says so
+    r"|entering retry loop|\b(?:will )?retry(?:ing)? (?:in|after) \d|\bwill (?:be )?retr(?:y|ied)\b"
 )
 # Traceback frames, C++ frames, rich panels, and "#" comment lines (benchmark table headers
 # such as nccl-tests' "... busbw  error" column row).
