@@ -32,6 +32,8 @@ from trainmedic.core.attribute.evidence import EvidenceFinding, read_evidence
 from trainmedic.core.attribute.facts import JobFacts
 from trainmedic.core.attribute.phase import (
     PhaseFinding,
+    comm_init_failed,
+    died_in_nccl_setup,
     fabric_never_worked,
     killed_first,
     setup_divergence,
@@ -199,9 +201,15 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
     if finding is not None:
         return _from_finding(finding, events, facts, ())
     found = read_evidence(facts.evidence, facts.evidence_count)
-    if found is not None:
-        return _from_evidence(found, events, facts)
-    return NO_FAILURE
+    if found is None:
+        return NO_FAILURE
+    if found.category is Category.UNKNOWN:
+        benches = [t.bench_rows for t in facts.timelines if t.bench_started]
+        finding = died_in_nccl_setup(facts.progress, max(benches, default=None))
+        if finding is not None:
+            finding = replace(finding, evidence=found.event)
+            return _from_finding(finding, events, facts, ())
+    return _from_evidence(found, events, facts)
 
 
 def _from_evidence(found: EvidenceFinding, events: Sequence[Event], facts: JobFacts) -> Verdict:
@@ -283,6 +291,7 @@ def _cascade_only(
         killed_first(facts.child_failures, [e for e in events if e.role is Role.TEARDOWN])
         or setup_divergence(timeouts, facts.progress)
         or solo_phase(facts.progress)
+        or comm_init_failed(cascades, facts.neighbours, facts.progress)
     )
     if finding is not None:
         return _from_finding(finding, events, facts, timeouts)
@@ -354,6 +363,10 @@ def _teardown_only(teardown: Sequence[Event], events: Sequence[Event], facts: Jo
     finding = _collective(watchdog, events, facts)
     if finding is not None:
         return _from_finding(finding, events, facts, watchdog, layer="mechanism (collective)")
+    benches = [t.bench_rows for t in facts.timelines if t.bench_started]
+    finding = None if watchdog else died_in_nccl_setup(facts.progress, max(benches, default=None))
+    if finding is not None:
+        return _from_finding(finding, events, facts, ())
     culprit = find_culprit(None, (), facts.child_failures, facts.ranks_seen)
     first = first_real_failure(facts.child_failures)
     # torch's NCCL watchdog ends a timed-out collective with abort(): a lone SIGABRT is a hang.
