@@ -193,23 +193,38 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
         return _from_finding(finding, events, facts, (), layer="mechanism (collective)")
     # NCCL saying it connected all rings/trees means its setup finished: not stuck inside it.
     connected = any(t.nccl_connected for t in facts.timelines)
+    found = read_evidence(facts.evidence, facts.evidence_count)
     finding = (
         rendezvous_never_completed(facts.timelines, facts.progress)
+        or _died_in_setup(found, events, facts)
         or silence_after_init(facts.progress)
         or (None if connected else stuck_in_nccl_setup(facts.progress))
     )
     if finding is not None:
         return _from_finding(finding, events, facts, ())
-    found = read_evidence(facts.evidence, facts.evidence_count)
     if found is None:
         return NO_FAILURE
-    if found.category is Category.UNKNOWN:
-        benches = [t.bench_rows for t in facts.timelines if t.bench_started]
-        finding = died_in_nccl_setup(facts.progress, max(benches, default=None))
-        if finding is not None:
-            finding = replace(finding, evidence=found.event)
-            return _from_finding(finding, events, facts, ())
     return _from_evidence(found, events, facts)
+
+
+_EXIT_REPORTS = frozenset({"slurm.task_exited", "elastic.failure_exitcode"})
+"""Context lines of a launcher saying a process exited non-zero (no cause of their own)."""
+
+
+def _died_in_setup(
+    found: EvidenceFinding | None, events: Sequence[Event], facts: JobFacts
+) -> PhaseFinding | None:
+    """Failure lines that name no category, or a launcher's exit report, while NCCL's setup
+    was the last thing printed: a death, not a hang, in the setup."""
+    if found is not None and found.category is not Category.UNKNOWN:
+        return None
+    exits = [e for e in events if e.signature in _EXIT_REPORTS]
+    evidence = exits[0] if exits else found.event if found is not None else None
+    if evidence is None:
+        return None
+    benches = [t.bench_rows for t in facts.timelines if t.bench_started]
+    finding = died_in_nccl_setup(facts.progress, max(benches, default=None))
+    return None if finding is None else replace(finding, evidence=evidence)
 
 
 def _from_evidence(found: EvidenceFinding, events: Sequence[Event], facts: JobFacts) -> Verdict:
