@@ -24,6 +24,15 @@ from trainmedic.offline.analyze import analyze_path
         "upload to the tracking server failed (503), retrying in 10 seconds",
         "Checkpoint shard 3 could not be written yet, will retry (attempt 2/5)",
         "comet_ml: Connection error (ReadTimeout), entering retry loop.",
+        "Epoch 7: train_error=0.0812 val_error: 0.1034",
+        "Retrying (Retry(total=3, connect=None, read=None)) after connection broken by 'ProtocolError'",
+        "rendezvous: node gpu-9 failed to join round 2, retrying",
+        "E0000 00:00:1714550400.1 4412 cuda_fft.cc:485] Unable to register cuFFT factory: "
+        "Attempting to register factory for plugin cuFFT when one has already been registered",
+        "ERROR: ld.so: object 'libtcmalloc.so.4' from LD_PRELOAD cannot be preloaded "
+        "(cannot open shared object file): ignored.",
+        "wandb: ERROR Error while calling W&B API: context deadline exceeded (<Response [500]>)",
+        "mlflow: Failed to log metrics batch, status 503",
     ],
 )
 def test_metrics_named_error_and_pending_retries_are_not_evidence(line: str) -> None:
@@ -36,6 +45,8 @@ def test_metrics_named_error_and_pending_retries_are_not_evidence(line: str) -> 
         "Upload failed after 5 retries, giving up",
         "RuntimeError: error rate of the data pipeline exceeded its budget",  # a real exception
         "Error: 404 not found",
+        "Upload failed after retrying 5 times",
+        "RuntimeError: Error: 3.5 GiB requested, 1.2 GiB free",  # the exception still counts
     ],
 )
 def test_retries_that_gave_up_and_real_errors_stay_evidence(line: str) -> None:

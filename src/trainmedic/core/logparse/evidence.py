@@ -83,6 +83,13 @@ _NOT_FAILURE = re.compile(
     r"|\btop-?\d+[ _-]?err(?:or)?\w*[\"']?\s*[:=]?\s*\d"
     # a client that says it will retry has not failed yet; if the retries run out, it says so
     r"|entering retry loop|\b(?:will )?retry(?:ing)? (?:in|after) \d|\bwill (?:be )?retr(?:y|ied)\b"
+    r"|(?<!after )(?<!while )\bretrying\b"
+    # a metric of that name with a fraction ("val_error=0.124"), not an error report
+    r"|(?:\b|_)(?-i:err(?:or)?s?)[\"']?\s*[:=]\s*[-+]?\d*\.\d+"
+    # a plugin registered twice, a preload the loader skips: said and ignored
+    r"|when one has already been registered|:\s*ignored\.?\s*$"
+    # an experiment tracker's client on its own trouble (a real end of the job prints its own)
+    r"|^\s*(?:wandb|comet_ml|neptune|mlflow|clearml|aim)\s*:"
 )
 # Traceback frames, C++ frames, rich panels, and "#" comment lines (benchmark table headers
 # such as nccl-tests' "... busbw  error" column row).
