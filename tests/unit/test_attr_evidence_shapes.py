@@ -25,7 +25,8 @@ from trainmedic.offline.analyze import analyze_path
         "Checkpoint shard 3 could not be written yet, will retry (attempt 2/5)",
         "comet_ml: Connection error (ReadTimeout), entering retry loop.",
         "Epoch 7: train_error=0.0812 val_error: 0.1034",
-        "Retrying (Retry(total=3, connect=None, read=None)) after connection broken by 'ProtocolError'",
+        "Retrying (Retry(total=3, connect=None, read=None)) after connection broken by "
+        "'ProtocolError'",
         "rendezvous: node gpu-9 failed to join round 2, retrying",
         "E0000 00:00:1714550400.1 4412 cuda_fft.cc:485] Unable to register cuFFT factory: "
         "Attempting to register factory for plugin cuFFT when one has already been registered",

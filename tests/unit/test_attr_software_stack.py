@@ -32,7 +32,7 @@ FAILING = [
     "/bin/sh: 1: nvidia-smi: not found",
     # limits of the host
     "OSError: [Errno 24] Too many open files",
-    "Thread 9 \"pt_data_worker\" received signal SIGBUS, Bus error.",
+    'Thread 9 "pt_data_worker" received signal SIGBUS, Bus error.',
 ]
 
 HEALTHY = [
