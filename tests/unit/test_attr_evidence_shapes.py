@@ -116,3 +116,32 @@ def test_healthy_nic_counters_and_link_up_are_no_failure(tmp_path: Path) -> None
         "  rx_crc_errors: 0\n  rx_frame_errors: 0\n  tx_errors: 0\n  rx_packets: 88123\n"
     )
     assert _analyze(tmp_path, text) == (None, 0.0)
+
+
+def test_a_lone_exception_line_is_failure_evidence(tmp_path: Path) -> None:
+    """An excerpt that kept only the exception line (no traceback above it) still failed."""
+    text = "step 1 loss 2.0\nrecipes.errors.StageError: stage 3 returned no batches\n"
+    category, confidence = _analyze(tmp_path, text)
+    assert category is Category.APPLICATION and confidence <= EVIDENCE_CONFIDENCE
+
+
+def test_an_exception_line_the_job_trained_past_is_not(tmp_path: Path) -> None:
+    steps = "".join(f"step {i} loss {2.0 - i / 100:.3f}\n" for i in range(40))
+    text = "KeyError: 'optional_metric'\n" + steps
+    assert _analyze(tmp_path, text) == (None, 0.0)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "libfabric:4412:1714550400::verbs:core:vrb_poll_cq():512<warn> TX error, rc: LINK_DOWN",
+        "rx_symbol_errors: 88",
+    ],
+)
+def test_link_words_of_other_fabrics_are_the_network(tmp_path: Path, line: str) -> None:
+    assert _analyze(tmp_path, line + "\n")[0] is Category.NETWORK_HARDWARE
+
+
+def test_an_accelerator_heartbeat_lost_is_the_device(tmp_path: Path) -> None:
+    text = "neuron-rt: device 2 heartbeat lost, resetting device\n"
+    assert _analyze(tmp_path, text)[0] is Category.GPU_HARDWARE

@@ -30,6 +30,11 @@ FAILING = [
     # container runtime and the job's environment
     "nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown",
     "/bin/sh: 1: nvidia-smi: not found",
+    # code built for another architecture, in ROCm's and CUDA's words
+    "RuntimeError: HIP error: invalid device function",
+    "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!",
+    # an accelerator another process holds (a lone exception line, no traceback shown)
+    "RuntimeError: failed to open /dev/accel3: Device or resource busy",
     # limits of the host
     "OSError: [Errno 24] Too many open files",
     'Thread 9 "pt_data_worker" received signal SIGBUS, Bus error.',

@@ -47,6 +47,7 @@ from trainmedic.core.attribute.rules import refine_with_support
 from trainmedic.core.attribute.stuck import rendezvous_never_completed, stuck_in_stack_dump
 from trainmedic.core.attribute.timeline import loss_diverged, stalled_while_running
 from trainmedic.core.logparse.elastic import SIGABRT_EXITS
+from trainmedic.core.logparse.evidence import EvidenceLine
 from trainmedic.core.model import (
     NO_FAILURE,
     Category,
@@ -193,7 +194,7 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
         return _from_finding(finding, events, facts, (), layer="mechanism (collective)")
     # NCCL saying it connected all rings/trees means its setup finished: not stuck inside it.
     connected = any(t.nccl_connected for t in facts.timelines)
-    found = read_evidence(facts.evidence, facts.evidence_count)
+    found = _read_evidence(events, facts)
     finding = (
         rendezvous_never_completed(facts.timelines, facts.progress)
         or _died_in_setup(found, events, facts)
@@ -241,6 +242,27 @@ def _from_evidence(found: EvidenceFinding, events: Sequence[Event], facts: JobFa
         cascades=_noise(events, None),
         basis=f"{found.basis}; culprit: {culprit.basis}",
     )
+
+
+def _read_evidence(events: Sequence[Event], facts: JobFacts) -> EvidenceFinding | None:
+    """The evidence layer on the failure lines no signature knows, and on exception lines
+    that close no visible traceback (an excerpt that kept only the last line): those are
+    failure evidence too, their words naming the category like any other line's."""
+    explained = {(e.source, e.line) for e in events if e.role is not Role.CONTEXT}
+    lone = [
+        EvidenceLine(e.source or "", e.line, e.text, facts.progress_after.get(e, 0))
+        for e in events
+        if e.signature == LONE_EXCEPTION
+        and (e.source, e.line) not in explained
+        and not _survived(e, facts.progress_after)
+    ]
+    if not lone:
+        return read_evidence(facts.evidence, facts.evidence_count)
+    lines = sorted((*facts.evidence, *lone), key=lambda e: (e.source, e.line))
+    return read_evidence(lines, facts.evidence_count + len(lone))
+
+
+LONE_EXCEPTION = "py.exception_line"
 
 
 def _named_by_evidence(verdict: Verdict, facts: JobFacts) -> Verdict:
