@@ -109,3 +109,26 @@ def test_log_ending_right_after_init_is_still_a_first_collective_hang(tmp_path: 
         "distributed_backend=nccl\n"
     )
     assert _verdict(tmp_path, text)[0] is Category.SYSTEM_SOFTWARE
+
+
+def test_process_group_warning_at_a_normal_exit_is_no_failure(tmp_path: Path) -> None:
+    steps = "".join(f"iter {i}: loss {2.0 - i / 100:.3f}\n" for i in range(30))
+    text = steps + (
+        "[rank1]:[W1201 08:00:00.0 ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group "
+        "has NOT been destroyed before we destruct ProcessGroupNCCL. On normal program exit, "
+        "the application should call destroy_process_group.\n"
+    )
+    assert _verdict(tmp_path, text)[0] is None
+
+
+def test_the_same_warning_after_a_shutdown_request_is_still_a_failure(tmp_path: Path) -> None:
+    steps = "".join(f"iter {i}: loss {2.0 - i / 100:.3f}\n" for i in range(30))
+    text = steps + (
+        "W1201 08:00:00.0 1 torch/distributed/elastic/agent/server/api.py:723] Received 15 "
+        "death signal, shutting down workers\n"
+        "W1201 08:00:00.1 1 torch/distributed/elastic/multiprocessing/api.py:900] Sending "
+        "process 4412 closing signal SIGTERM\n"
+        "[rank1]:[W1201 08:00:00.0 ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group "
+        "has NOT been destroyed before we destruct ProcessGroupNCCL.\n"
+    )
+    assert _verdict(tmp_path, text)[0] is not None

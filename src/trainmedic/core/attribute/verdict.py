@@ -187,6 +187,8 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
     if finding is not None:
         return _from_finding(finding, events, facts, (), layer="mechanism (stack dump)")
     teardown = [e for e in events if e.role is Role.TEARDOWN]
+    if _warned_at_exit(teardown, facts):
+        teardown = []
     if teardown or first_real_failure(facts.child_failures) is not None:
         return _teardown_only(teardown, events, facts)
     finding = nccl_trace_desync(facts.collectives)
@@ -226,6 +228,21 @@ def _died_in_setup(
     benches = [t.bench_rows for t in facts.timelines if t.bench_started]
     finding = died_in_nccl_setup(facts.progress, max(benches, default=None))
     return None if finding is None else replace(finding, evidence=evidence)
+
+
+def _warned_at_exit(teardown: Sequence[Event], facts: JobFacts) -> bool:
+    """Teardown lines that a normal exit prints too (torch's "process group has NOT been
+    destroyed" warning), after training progressed, with no failure line and no process that
+    exited badly: a job that ended, not one that failed. A shutdown someone asked for
+    (signals, "shutting down workers") is another signature and still counts."""
+    if not teardown or facts.evidence or first_real_failure(facts.child_failures) is not None:
+        return False
+    if facts.progress is None or facts.progress.reports == 0:
+        return False
+    return all(e.signature in NORMAL_EXIT_TEARDOWN for e in teardown)
+
+
+NORMAL_EXIT_TEARDOWN = frozenset({"teardown.process_group_destroyed"})
 
 
 def _from_evidence(found: EvidenceFinding, events: Sequence[Event], facts: JobFacts) -> Verdict:
