@@ -145,3 +145,19 @@ def test_link_words_of_other_fabrics_are_the_network(tmp_path: Path, line: str) 
 def test_an_accelerator_heartbeat_lost_is_the_device(tmp_path: Path) -> None:
     text = "neuron-rt: device 2 heartbeat lost, resetting device\n"
     assert _analyze(tmp_path, text)[0] is Category.GPU_HARDWARE
+
+
+def test_a_kubernetes_warning_event_is_evidence_a_library_warning_is_not() -> None:
+    assert is_failure_text(
+        "  Warning  BackOff  40s (x7 over 3m)  kubelet  Back-off restarting failed container"
+    )
+    assert not is_failure_text("Warning: failed to import optional module apex, using native")
+
+
+def test_a_bare_eviction_whose_message_says_local_disk_is_storage(tmp_path: Path) -> None:
+    text = (
+        "Status:    Failed\n"
+        "Reason:    Evicted\n"
+        "Message:   Pod ephemeral local storage usage exceeds the total limit of containers 20Gi.\n"
+    )
+    assert _analyze(tmp_path, text)[0] is Category.STORAGE

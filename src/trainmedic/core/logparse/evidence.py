@@ -55,7 +55,8 @@ FAST_WORDS = (
 _FAST = re.compile(trie_pattern(FAST_WORDS).encode())
 # A level word at the start of the message, or a glog/absl "W...  file.cc:12]" stamp.
 _QUIET_LEVEL = re.compile(
-    r"^\s*(?:\[?[IWD]\d{4}\s|\[?(?:INFO|DEBUG|WARNING|WARN|Warning|NOTICE|Note|note)\b\]?[\s:-]"
+    r"^\s*(?:\[?[IWD]\d{4}\s|\[?(?:INFO|DEBUG|WARNING|WARN|Warning(?!\s{2,}[A-Z][A-Za-z]+\s)"
+    r"|NOTICE|Note|note)\b\]?[\s:-]"
     r"|[IW] [\w/.-]+\.(?:cc|cpp|h|py):\d+\])"
     r"|\b(?:UserWarning|FutureWarning|DeprecationWarning|RuntimeWarning|ResourceWarning"
     r"|warnings\.warn)\b|\[(?:INFO|WARNING|DEBUG)\]| - (?:INFO|WARNING|DEBUG) - "
