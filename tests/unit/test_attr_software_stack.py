@@ -35,7 +35,19 @@ FAILING = [
     "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!",
     # an accelerator another process holds (a lone exception line, no traceback shown)
     "RuntimeError: failed to open /dev/accel3: Device or resource busy",
+    # the MPI / PMI runtime that wires the ranks
+    "PMIX ERROR: ERROR in file gds_ds12_lock_pthread.c at line 168",
+    "srun: error: mpi/pmi2: failed to send temp kvs to compute nodes",
+    "[gpu-4:01234] mca_base_component_repository_open: unable to open mca_btl_openib: "
+    "librdmacm.so.1: cannot open shared object file",
+    # the CUDA compatibility package on hardware that does not support it
+    "RuntimeError: CUDA error: forward compatibility was attempted on non supported HW",
+    # RDMA memory registration refused by the stack, not a disk
+    "[1718000000.1] [gpu-2:91:0] ib_md.c:309 UCX ERROR ibv_reg_mr(address=0x7f2, length=65536, "
+    "access=0xf) failed: Input/output error",
     # limits of the host
+    "error: cgroup namespace 'memory' not mounted. aborting",
+    "NET/IB : ibv_create_cq failed: Cannot allocate memory (check the locked memory limit)",
     "OSError: [Errno 24] Too many open files",
     'Thread 9 "pt_data_worker" received signal SIGBUS, Bus error.',
 ]
@@ -46,6 +58,8 @@ HEALTHY = [
     "modprobe nvidia_peermem: module loaded",
     "Loaded shared library libnccl.so.2 (version 2.21.5)",
     "ulimit -n set to 1048576",
+    "nvidia_peermem: module verification failed: signature and/or required key missing - "
+    "tainting kernel",
 ]
 
 

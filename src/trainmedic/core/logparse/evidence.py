@@ -89,6 +89,8 @@ _NOT_FAILURE = re.compile(
     r"|(?:\b|_)(?-i:err(?:or)?s?)[\"']?\s*[:=]\s*[-+]?\d*\.\d+"
     # a plugin registered twice, a preload the loader skips: said and ignored
     r"|when one has already been registered|:\s*ignored\.?\s*$"
+    # the kernel's notice that an out-of-tree module is unsigned (it loads and works)
+    r"|module verification failed: signature and/or required key missing"
     # an experiment tracker's client on its own trouble (a real end of the job prints its own)
     r"|^\s*(?:wandb|comet_ml|neptune|mlflow|clearml|aim)\s*:"
 )
