@@ -25,6 +25,10 @@ nothing at all), so each verdict here is of low confidence:
   managed to talk over RDMA (RoCE GID index, routing between switches, the wrong HCAs), which
   the threads reporting it resolve by configuration. A link that dies mid-run comes after
   steps and stays the network's; a lone error line says nothing about when, and stays so too.
+* **died in NCCL setup**: a process exited non-zero, printing no error, while NCCL's setup lines
+  were the last output and before any step: a native crash of the communication stack.
+* **communicator init failed**: only cascades (a socket a peer closed), NCCL's return trace
+  running through its bootstrap: the communicator never formed, the platform's side.
 * **stuck in NCCL setup**: the log ends among NCCL's own setup lines (NCCL_DEBUG=INFO output),
   the communicator never reported "Init COMPLETE", no step and no error: the ranks could not
   finish connecting (peer-to-peer, IOMMU, the network interface NCCL picked): the platform's
@@ -34,7 +38,7 @@ nothing at all), so each verdict here is of low confidence:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from trainmedic.core.attribute.culprit import collective_position, first_real_failure
@@ -47,6 +51,11 @@ SETUP_COLLECTIVES = 100
 
 SOLO_PHASE_S = 600.0
 """A non-training bar running this long before the teardown is a phase one rank did alone."""
+
+AFTER_INIT_LINES = 1
+"""Worded lines after the process group formed that still leave the log silent after init
+(one: the backend's name or a banner); more, and the job went on with its own setup (device
+hints, rank placement), the excerpt merely ends there."""
 
 _TRAINING_LABEL = re.compile(r"(?i)epoch|train|step|iter|batch|fit")
 
@@ -104,7 +113,7 @@ def solo_phase(progress: ProgressSummary | None) -> PhaseFinding | None:
 def silence_after_init(progress: ProgressSummary | None) -> PhaseFinding | None:
     if progress is None or progress.init_complete_line is None or progress.reports > 0:
         return None
-    if progress.meaningful_after_init > 3:
+    if progress.meaningful_after_init > AFTER_INIT_LINES:
         return None
     return PhaseFinding(
         Category.SYSTEM_SOFTWARE,
@@ -194,3 +203,57 @@ def killed_first(
         f"{who} was SIGKILLed first (exitcode {first.exitcode}) with no error line: "
         "most likely the host OOM killer",
     )
+
+
+def died_in_nccl_setup(
+    progress: ProgressSummary | None, bench_rows: int | None = None
+) -> PhaseFinding | None:
+    """A process exited non-zero (failure lines that name no category: a launcher's "process
+    returned a non-zero exit code") while NCCL's setup lines were the last thing it printed,
+    before any step or benchmark row. Python errors print themselves; a death that prints
+    nothing inside the communication library is a native crash of the stack: a shared-memory
+    segment too small for NCCL's buffers (SIGBUS in a container), peer mappings the GPUs ran
+    out of, a library or driver mismatch."""
+    if progress is None or not progress.nccl_setup_seen or progress.reports > 0:
+        return None
+    if bench_rows:
+        return None
+    return PhaseFinding(
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+        0.3,
+        "a process exited non-zero with no error of its own while NCCL was still setting up "
+        "(no step, no benchmark row): a native crash in the communication stack (shared "
+        "memory too small, peer mappings exhausted, a library or driver mismatch)",
+    )
+
+
+_CLOSED_BY_PEER = re.compile(r"(?i)closed by (?:the )?remote|reset by peer|connection abort")
+_COMM_INIT_TRACE = re.compile(r"\b(?:bootstrap|init)\.cc:\d+ -> [1-9]|NCCL WARN [Bb]ootstrap")
+
+
+def comm_init_failed(
+    cascades: Sequence[Event], neighbours: Mapping[Event, str], progress: ProgressSummary | None
+) -> PhaseFinding | None:
+    """Only cascades (a socket closed or reset by a peer), and NCCL's return-code trace under
+    the first runs through its bootstrap or communicator init, before any step: the
+    communicator was never formed. The ranks could not rendezvous over NCCL's own sockets (a
+    connection from outside the job, a firewall, the wrong interface, NCCL versions that
+    differ between nodes): the platform, not a link that failed mid-run."""
+    if progress is not None and progress.reports > 0:
+        return None
+    for event in cascades:
+        # A refused connect is a listener that is gone (a peer that died): not this.
+        if not _CLOSED_BY_PEER.search(event.text):
+            continue
+        if "NCCL" in event.text and _COMM_INIT_TRACE.search(neighbours.get(event, "")):
+            return PhaseFinding(
+                Category.SYSTEM_SOFTWARE,
+                Kind.CRASH,
+                0.35,
+                "NCCL's error returned through its bootstrap / communicator init before any "
+                "step: the communicator never formed (a connection from outside the job, a "
+                "firewall, the wrong interface, NCCL versions differing between nodes)",
+                evidence=event,
+            )
+    return None

@@ -32,6 +32,8 @@ from trainmedic.core.attribute.evidence import EvidenceFinding, read_evidence
 from trainmedic.core.attribute.facts import JobFacts
 from trainmedic.core.attribute.phase import (
     PhaseFinding,
+    comm_init_failed,
+    died_in_nccl_setup,
     fabric_never_worked,
     killed_first,
     setup_divergence,
@@ -45,6 +47,7 @@ from trainmedic.core.attribute.rules import refine_with_support
 from trainmedic.core.attribute.stuck import rendezvous_never_completed, stuck_in_stack_dump
 from trainmedic.core.attribute.timeline import loss_diverged, stalled_while_running
 from trainmedic.core.logparse.elastic import SIGABRT_EXITS
+from trainmedic.core.logparse.evidence import EvidenceLine
 from trainmedic.core.model import (
     NO_FAILURE,
     Category,
@@ -184,6 +187,8 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
     if finding is not None:
         return _from_finding(finding, events, facts, (), layer="mechanism (stack dump)")
     teardown = [e for e in events if e.role is Role.TEARDOWN]
+    if _warned_at_exit(teardown, facts):
+        teardown = []
     if teardown or first_real_failure(facts.child_failures) is not None:
         return _teardown_only(teardown, events, facts)
     finding = nccl_trace_desync(facts.collectives)
@@ -191,17 +196,53 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
         return _from_finding(finding, events, facts, (), layer="mechanism (collective)")
     # NCCL saying it connected all rings/trees means its setup finished: not stuck inside it.
     connected = any(t.nccl_connected for t in facts.timelines)
+    found = _read_evidence(events, facts)
     finding = (
         rendezvous_never_completed(facts.timelines, facts.progress)
+        or _died_in_setup(found, events, facts)
         or silence_after_init(facts.progress)
         or (None if connected else stuck_in_nccl_setup(facts.progress))
     )
     if finding is not None:
         return _from_finding(finding, events, facts, ())
-    found = read_evidence(facts.evidence, facts.evidence_count)
-    if found is not None:
-        return _from_evidence(found, events, facts)
-    return NO_FAILURE
+    if found is None:
+        return NO_FAILURE
+    return _from_evidence(found, events, facts)
+
+
+_EXIT_REPORTS = frozenset({"slurm.task_exited", "elastic.failure_exitcode"})
+"""Context lines of a launcher saying a process exited non-zero (no cause of their own)."""
+
+
+def _died_in_setup(
+    found: EvidenceFinding | None, events: Sequence[Event], facts: JobFacts
+) -> PhaseFinding | None:
+    """Failure lines that name no category, or a launcher's exit report, while NCCL's setup
+    was the last thing printed: a death, not a hang, in the setup."""
+    if found is not None and found.category is not Category.UNKNOWN:
+        return None
+    exits = [e for e in events if e.signature in _EXIT_REPORTS]
+    evidence = exits[0] if exits else found.event if found is not None else None
+    if evidence is None:
+        return None
+    benches = [t.bench_rows for t in facts.timelines if t.bench_started]
+    finding = died_in_nccl_setup(facts.progress, max(benches, default=None))
+    return None if finding is None else replace(finding, evidence=evidence)
+
+
+def _warned_at_exit(teardown: Sequence[Event], facts: JobFacts) -> bool:
+    """Teardown lines that a normal exit prints too (torch's "process group has NOT been
+    destroyed" warning), after training progressed, with no failure line and no process that
+    exited badly: a job that ended, not one that failed. A shutdown someone asked for
+    (signals, "shutting down workers") is another signature and still counts."""
+    if not teardown or facts.evidence or first_real_failure(facts.child_failures) is not None:
+        return False
+    if facts.progress is None or facts.progress.reports == 0:
+        return False
+    return all(e.signature in NORMAL_EXIT_TEARDOWN for e in teardown)
+
+
+NORMAL_EXIT_TEARDOWN = frozenset({"teardown.process_group_destroyed"})
 
 
 def _from_evidence(found: EvidenceFinding, events: Sequence[Event], facts: JobFacts) -> Verdict:
@@ -218,6 +259,27 @@ def _from_evidence(found: EvidenceFinding, events: Sequence[Event], facts: JobFa
         cascades=_noise(events, None),
         basis=f"{found.basis}; culprit: {culprit.basis}",
     )
+
+
+def _read_evidence(events: Sequence[Event], facts: JobFacts) -> EvidenceFinding | None:
+    """The evidence layer on the failure lines no signature knows, and on exception lines
+    that close no visible traceback (an excerpt that kept only the last line): those are
+    failure evidence too, their words naming the category like any other line's."""
+    explained = {(e.source, e.line) for e in events if e.role is not Role.CONTEXT}
+    lone = [
+        EvidenceLine(e.source or "", e.line, e.text, facts.progress_after.get(e, 0))
+        for e in events
+        if e.signature == LONE_EXCEPTION
+        and (e.source, e.line) not in explained
+        and not _survived(e, facts.progress_after)
+    ]
+    if not lone:
+        return read_evidence(facts.evidence, facts.evidence_count)
+    lines = sorted((*facts.evidence, *lone), key=lambda e: (e.source, e.line))
+    return read_evidence(lines, facts.evidence_count + len(lone))
+
+
+LONE_EXCEPTION = "py.exception_line"
 
 
 def _named_by_evidence(verdict: Verdict, facts: JobFacts) -> Verdict:
@@ -283,6 +345,7 @@ def _cascade_only(
         killed_first(facts.child_failures, [e for e in events if e.role is Role.TEARDOWN])
         or setup_divergence(timeouts, facts.progress)
         or solo_phase(facts.progress)
+        or comm_init_failed(cascades, facts.neighbours, facts.progress)
     )
     if finding is not None:
         return _from_finding(finding, events, facts, timeouts)
@@ -354,6 +417,10 @@ def _teardown_only(teardown: Sequence[Event], events: Sequence[Event], facts: Jo
     finding = _collective(watchdog, events, facts)
     if finding is not None:
         return _from_finding(finding, events, facts, watchdog, layer="mechanism (collective)")
+    benches = [t.bench_rows for t in facts.timelines if t.bench_started]
+    finding = None if watchdog else died_in_nccl_setup(facts.progress, max(benches, default=None))
+    if finding is not None:
+        return _from_finding(finding, events, facts, ())
     culprit = find_culprit(None, (), facts.child_failures, facts.ranks_seen)
     first = first_real_failure(facts.child_failures)
     # torch's NCCL watchdog ends a timed-out collective with abort(): a lone SIGABRT is a hang.

@@ -55,7 +55,8 @@ FAST_WORDS = (
 _FAST = re.compile(trie_pattern(FAST_WORDS).encode())
 # A level word at the start of the message, or a glog/absl "W...  file.cc:12]" stamp.
 _QUIET_LEVEL = re.compile(
-    r"^\s*(?:\[?[IWD]\d{4}\s|\[?(?:INFO|DEBUG|WARNING|WARN|Warning|NOTICE|Note|note)\b\]?[\s:-]"
+    r"^\s*(?:\[?[IWD]\d{4}\s|\[?(?:INFO|DEBUG|WARNING|WARN|Warning(?!\s{2,}[A-Z][A-Za-z]+\s)"
+    r"|NOTICE|Note|note)\b\]?[\s:-]"
     r"|[IW] [\w/.-]+\.(?:cc|cpp|h|py):\d+\])"
     r"|\b(?:UserWarning|FutureWarning|DeprecationWarning|RuntimeWarning|ResourceWarning"
     r"|warnings\.warn)\b|\[(?:INFO|WARNING|DEBUG)\]| - (?:INFO|WARNING|DEBUG) - "
@@ -78,6 +79,20 @@ _NOT_FAILURE = re.compile(
     r"|error_file|on_error|errors=|error_handler|_timeout\b|timeout_|\btimeout\s*[=:]\s*\d"
     r"|raise_on|fail_on|fault.?toleran|auto.?requeue|--\w*(?:timeout|error|fail)\w*"
     r"|\bif\b.*\b(?:fail|error)|will be (?:killed|terminated) (?:after|if)|Exception ignored in"
+    # metrics named after errors ("valid ErrorRate: 2.5e-02", "top-1 error 23.4", "err_rate=0.1")
+    r"|(?-i:[Ee]rr(?:or)?)[ _-]?(?:rate|ratio|pct|%)\w*[\"']?\s*[:=]?\s*[-+]?\.?\d"
+    r"|\btop-?\d+[ _-]?err(?:or)?\w*[\"']?\s*[:=]?\s*\d"
+    # a client that says it will retry has not failed yet; if the retries run out, it says so
+    r"|entering retry loop|\b(?:will )?retry(?:ing)? (?:in|after) \d|\bwill (?:be )?retr(?:y|ied)\b"
+    r"|(?<!after )(?<!while )\bretrying\b"
+    # a metric of that name with a fraction ("val_error=0.124"), not an error report
+    r"|(?:\b|_)(?-i:err(?:or)?s?)[\"']?\s*[:=]\s*[-+]?\d*\.\d+"
+    # a plugin registered twice, a preload the loader skips: said and ignored
+    r"|when one has already been registered|:\s*ignored\.?\s*$"
+    # the kernel's notice that an out-of-tree module is unsigned (it loads and works)
+    r"|module verification failed: signature and/or required key missing"
+    # an experiment tracker's client on its own trouble (a real end of the job prints its own)
+    r"|^\s*(?:wandb|comet_ml|neptune|mlflow|clearml|aim)\s*:"
 )
 # Traceback frames, C++ frames, rich panels, and "#" comment lines (benchmark table headers
 # such as nccl-tests' "... busbw  error" column row).

@@ -10,12 +10,15 @@ are noted on the way.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 
 from trainmedic.core.logparse.checkpoint import parse_checkpoint
 from trainmedic.core.logparse.prefix import parse_prefix
 from trainmedic.core.logparse.progress import ProgressLine, is_not_a_step, parse_progress
 from trainmedic.core.logparse.summary import ProgressSummary
+
+_WORDED = re.compile(r"[A-Za-z]")
 
 
 def _not_a_step(text: str) -> bool:
@@ -95,7 +98,8 @@ class ProgressTracker:
             or "event=save" in text
         ):
             self._checkpoint(text)
-        if self.init_line is not None and self.after_init <= 3 and text.strip():
+        # Rules ("----") and blank lines are layout, not the job going on.
+        if self.init_line is not None and self.after_init <= 3 and _WORDED.search(text):
             self.after_init += 1
         if "NCCL INFO" in text or "NCCL WARN" in text:
             self.nccl_seen, self.after_nccl = True, 0
