@@ -79,7 +79,7 @@ _NOT_FAILURE = re.compile(
     r"|raise_on|fail_on|fault.?toleran|auto.?requeue|--\w*(?:timeout|error|fail)\w*"
     r"|\bif\b.*\b(?:fail|error)|will be (?:killed|terminated) (?:after|if)|Exception ignored in"
     # a port counter at zero (perfquery "SymbolErrorCounter:....0"), a BMC record's recovery
-    r"|(?-i:\b[A-Z]\w*(?:Error|Errors|Counter|Discards)\w*):\.*\s*0\b(?![.,]\d)"
+    r"|(?-i:\b[A-Z]\w*(?:Error|Errors|Counter|Discards)\w*)(?::\.{2,}\s*|\s*==\s*)0\b(?![.,]\d)"
     r"|\|\s*Deasserted\s*$"
 )
 # Traceback frames, C++ frames, rich panels, and "#" comment lines (benchmark table headers
