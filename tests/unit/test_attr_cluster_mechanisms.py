@@ -220,3 +220,28 @@ def test_zero_counters_and_recovered_records_are_no_failure_text(line: str) -> N
     from trainmedic.core.logparse.evidence import is_failure_text
 
     assert not is_failure_text(line)
+
+
+SIBLINGS: dict[str, tuple[str, Category]] = {
+    "kubernetes_drain": (
+        "  Normal  NodeNotSchedulable  3m  kubelet  Node gpu-node-4 status is now: "
+        "NodeNotSchedulable\n",
+        Category.SCHEDULER,
+    ),
+    "cloud_host_maintenance": (
+        "Instance was terminated for host maintenance\n",
+        Category.SCHEDULER,
+    ),
+    "device_plugin_xid": (
+        "I0101 00:00:00.000 1 health.go:180] XidCriticalError: Xid=48 on Device=GPU-9f, "
+        "uuid=GPU-9f, the device will go unhealthy.\n",
+        Category.GPU_HARDWARE,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SIBLINGS))
+def test_sibling_wordings(tmp_path: Path, name: str) -> None:
+    text, category = SIBLINGS[name]
+    verdict = _verdict(tmp_path, text)
+    assert verdict.failure and verdict.category is category, verdict.basis
