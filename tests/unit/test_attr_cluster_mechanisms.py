@@ -29,8 +29,10 @@ def _verdict(tmp_path: Path, text: str) -> Verdict:
 
 FAILURES: dict[str, tuple[str, Category]] = {
     "slurmctld_low_memory_registration": (
-        "[2024-03-01T10:00:00.123] error: Node gpu-a12 has low real_memory size (191000 < 256000)\n"
-        "[2024-03-01T10:00:00.123] error: _slurm_rpc_node_registration node=gpu-a12: Invalid argument\n",
+        "[2024-03-01T10:00:00.123] error: Node gpu-a12 has low real_memory size "
+        "(191000 < 256000)\n"
+        "[2024-03-01T10:00:00.123] error: _slurm_rpc_node_registration node=gpu-a12: "
+        "Invalid argument\n",
         Category.SCHEDULER,
     ),
     "scontrol_reason_low_realmemory": (
@@ -40,9 +42,10 @@ FAILURES: dict[str, tuple[str, Category]] = {
         Category.SCHEDULER,
     ),
     "launch_failure_on_unresolvable_node": (
-        "srun: error: Task launch for 88.0 failed on node gpu-17: Communication connection failure\n"
+        "srun: error: Task launch for 88.0 failed on node gpu-17: "
+        "Communication connection failure\n"
         "srun: error: Application launch failed: Communication connection failure\n"
-        "slurmd: error: Unable to resolve \"gpu-17\": Unknown host\n",
+        'slurmd: error: Unable to resolve "gpu-17": Unknown host\n',
         Category.SCHEDULER,
     ),
     "scontrol_reboot_requested": (
@@ -192,13 +195,19 @@ HEALTHY: dict[str, str] = {
         "hpasmcli> SHOW POWERSUPPLY\nPower supply #1\n\tPresent  : Yes\n\tRedundant: Yes\n"
         "\tCondition: Ok\n\tHotplug  : Supported\n\tPower    : 135 Watts\n"
     ),
-    "sel_psu_recovered": "  3e | 03/12/2024 | 10:05:01 | Power Unit #0x44 | Redundancy Lost | Deasserted\n",
+    "sel_psu_recovered": (
+        "  3e | 03/12/2024 | 10:05:01 | Power Unit #0x44 | Redundancy Lost | Deasserted\n"
+    ),
     "kubectl_describe_all_allocatable": (
         "Capacity:\n  cpu:                128\n  nvidia.com/gpu:     8\n"
         "Allocatable:\n  cpu:                128\n  nvidia.com/gpu:     8\n"
     ),
-    "slurm_node_back": "[2024-01-01T00:00:00] Node gpu3 now responding\nsrun: job 6 has been allocated resources\n",
-    "jax_connected": "I0101 coordination_service_agent.cc:400] Coordination agent has successfully connected.\n",
+    "slurm_node_back": (
+        "[2024-01-01T00:00:00] Node gpu3 now responding\nsrun: job 6 has been allocated resources\n"
+    ),
+    "jax_connected": (
+        "I0101 coordination_service_agent.cc:400] Coordination agent has successfully connected.\n"
+    ),
 }
 
 

@@ -28,7 +28,13 @@ _MAX_BLOCK = 40
 
 
 class PowerSupplyParser:
-    triggers: tuple[str, ...] = ("Power supply #", "Power Supply #", "Power Supplies", "PowerSupplies", "POWERSUPPLY")  # fmt: skip
+    triggers: tuple[str, ...] = (
+        "Power supply #",
+        "Power Supply #",
+        "Power Supplies",
+        "PowerSupplies",
+        "POWERSUPPLY",
+    )
 
     __slots__ = ("_left", "_name", "active")
 
