@@ -254,3 +254,34 @@ def test_sibling_wordings(tmp_path: Path, name: str) -> None:
     text, category = SIBLINGS[name]
     verdict = _verdict(tmp_path, text)
     assert verdict.failure and verdict.category is category, verdict.basis
+
+
+EVIDENCE_ONLY: dict[str, tuple[str, Category]] = {
+    "subnet_manager_words": (
+        "ERROR: subnet manager reports link integrity errors on switch port 7\n",
+        Category.NETWORK_HARDWARE,
+    ),
+    "scheduler_config_words": (
+        "error: job launch failed: node g17 rejected, check slurm.conf\n",
+        Category.SCHEDULER,
+    ),
+    "server_part_words": (
+        "FAILED: chassis fan 3 failed, system board temperature rising\n",
+        Category.NODE_HARDWARE,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EVIDENCE_ONLY))
+def test_general_cues_name_unknown_lines(tmp_path: Path, name: str) -> None:
+    text, category = EVIDENCE_ONLY[name]
+    verdict = _verdict(tmp_path, text)
+    assert verdict.failure and verdict.category is category, verdict.basis
+    assert verdict.confidence <= 0.45 and "evidence:" in verdict.basis
+
+
+def test_uncorrectable_is_failure_text() -> None:
+    from trainmedic.core.logparse.evidence import is_failure_text
+
+    assert is_failure_text("Memory #0x87 Uncorrectable ECC on DIMM B2")
+    assert is_failure_text("unrecoverable state of the accelerator")
