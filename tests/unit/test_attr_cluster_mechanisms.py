@@ -285,3 +285,10 @@ def test_uncorrectable_is_failure_text() -> None:
 
     assert is_failure_text("Memory #0x87 Uncorrectable ECC on DIMM B2")
     assert is_failure_text("unrecoverable state of the accelerator")
+
+
+def test_soft_lockup_alone_is_a_hang_not_no_failure(tmp_path: Path) -> None:
+    verdict = _verdict(
+        tmp_path, "watchdog: BUG: soft lockup - CPU#38 stuck for 23s! [python:88123]\n"
+    )
+    assert verdict.failure and verdict.kind is Kind.HANG and verdict.confidence < 0.5

@@ -5,7 +5,8 @@ failure evidence on its own: a process sat in uninterruptible sleep for minutes.
 when nothing above spoke (no primary error, no cascade, no teardown). The call trace printed
 under it says what the task waited for: frames in file-system or block I/O wait
 (``kernel.io_wait_frame``: NFS/SUNRPC, Lustre, GPFS, journals, write-back) make it a storage
-hang; other frames leave the cause unknown, still a hang and never "no failure".
+hang; other frames leave the cause unknown, still a hang and never "no failure". A soft
+lockup or RCU stall report (a CPU that stopped scheduling) is read the same way.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from trainmedic.core.attribute.phase import PhaseFinding
 from trainmedic.core.model import Category, Event, Kind
 
 HUNG_TASK = "kernel.hung_task"
+STALLS = (HUNG_TASK, "kernel.soft_lockup")
 IO_FRAME = "kernel.io_wait_frame"
 TRACE_LINES = 60
 """Lines after the hung-task report that can hold its call trace."""
@@ -25,10 +27,13 @@ UNKNOWN_CONFIDENCE = 0.3
 
 
 def blocked_task(events: Sequence[Event]) -> PhaseFinding | None:
-    """The first hung-task report, with the I/O-wait frames of its trace if there are any."""
-    hung = next((e for e in events if e.signature == HUNG_TASK), None)
+    """The first hung-task report (else the first soft lockup), with the I/O-wait frames of
+    its trace if there are any."""
+    stalls = [e for e in events if e.signature in STALLS]
+    hung = min(stalls, key=lambda e: e.signature != HUNG_TASK, default=None)
     if hung is None:
         return None
+    what = "a task blocked" if hung.signature == HUNG_TASK else "a CPU stalled"
     frames = [
         e
         for e in events
@@ -42,7 +47,7 @@ def blocked_task(events: Sequence[Event]) -> PhaseFinding | None:
             Category.STORAGE,
             Kind.HANG,
             STORAGE_CONFIDENCE,
-            f"the kernel reported a task blocked at line {hung.line}, its call trace waiting "
+            f"the kernel reported {what} at line {hung.line}, its call trace waiting "
             f"in file-system/block I/O ({names}): a hang on storage",
             hung,
         )
@@ -50,8 +55,8 @@ def blocked_task(events: Sequence[Event]) -> PhaseFinding | None:
         Category.UNKNOWN,
         Kind.HANG,
         UNKNOWN_CONFIDENCE,
-        f"the kernel reported a task blocked at line {hung.line} (uninterruptible sleep), "
-        "its trace naming no subsystem: a hang of unknown cause",
+        f"the kernel reported {what} at line {hung.line}, its trace naming no subsystem: "
+        "a hang of unknown cause",
         hung,
     )
 
