@@ -241,6 +241,23 @@ SIBLINGS: dict[str, tuple[str, Category]] = {
         "Instance was terminated for host maintenance\n",
         Category.SCHEDULER,
     ),
+    "opensm_link_integrity_trap": (
+        "Mar 01 10:00:00 sm01 OpenSM[2211]: Reporting Generic Notice type:3 num:130 "
+        "(Excessive Buffer Overrun threshold reached) from LID:44 GUID:0x0002c9030012abcd\n",
+        Category.NETWORK_HARDWARE,
+    ),
+    "slingshot_link_down": (
+        "[ 8812.1] cxi_core 0000:c1:00.0: cxi1[hsn1] CXI_EVENT_LINK_DOWN\n",
+        Category.NETWORK_HARDWARE,
+    ),
+    "dcgm_health_failure": (
+        "+---------------------------+\n| Overall Health | Failure |\n",
+        Category.GPU_HARDWARE,
+    ),
+    "squeue_qos_reason": (
+        "  4412  gpu  train  alice PD  0:00  4 (QOSMaxGRESPerUser)\n",
+        Category.SCHEDULER,
+    ),
     "device_plugin_xid": (
         "I0101 00:00:00.000 1 health.go:180] XidCriticalError: Xid=48 on Device=GPU-9f, "
         "uuid=GPU-9f, the device will go unhealthy.\n",
