@@ -26,6 +26,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from trainmedic.core.attribute.blocked import blocked_task
 from trainmedic.core.attribute.collective import collective_finding, nccl_trace_desync
 from trainmedic.core.attribute.culprit import Culprit, find_culprit, first_real_failure
 from trainmedic.core.attribute.evidence import EvidenceFinding, read_evidence
@@ -186,6 +187,9 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
     finding = stuck_in_stack_dump(facts.stack_dumps)
     if finding is not None:
         return _from_finding(finding, events, facts, (), layer="mechanism (stack dump)")
+    finding = blocked_task(events)
+    if finding is not None:
+        return _from_finding(finding, events, facts, (), layer="mechanism (blocked task)")
     teardown = [e for e in events if e.role is Role.TEARDOWN]
     if _warned_at_exit(teardown, facts):
         teardown = []

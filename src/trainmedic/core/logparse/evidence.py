@@ -40,6 +40,7 @@ _WORDS = re.compile(
     r"|[Dd]ied\b|\b[Dd]ead\b|[Tt]erminat|TERMINAT|\bOOM|[Oo]ut of memory|[Uu]nhealthy|NotReady"
     r"|[Cc]ritical|CRITICAL|[Cc]orrupt|\b[Ll]ost\b|\b(?:[Dd]own|DOWN)\b|[Ss]tuck|\b[Hh]ung\b"
     r"|[Hh]anging|[Nn]o space left|[Qq]uota|[Ii]/O error"
+    r"|[Uu]ncorrectable|UNCORRECTABLE|[Uu]nrecoverable|[Rr]edundancy [Ll]ost"
 )
 # The same words lower-cased, as a trie: the fast gate on every new line shape (a superset).
 FAST_WORDS = (
@@ -51,6 +52,7 @@ FAST_WORDS = (
     "cannot ", "can't ", "unable to", "invalid", "illegal", "mismatch", "crash", "died", "dead",
     "terminat", "oom", "out of memory", "unhealthy", "notready", "critical", "corrupt", "lost",
     "down", "stuck", "hanging", "no space left", "quota", "i/o error",
+    "uncorrectable", "unrecoverable", "redundancy lost",
 )  # fmt: skip
 _FAST = re.compile(trie_pattern(FAST_WORDS).encode())
 # A level word at the start of the message, or a glog/absl "W...  file.cc:12]" stamp.
@@ -93,6 +95,9 @@ _NOT_FAILURE = re.compile(
     r"|module verification failed: signature and/or required key missing"
     # an experiment tracker's client on its own trouble (a real end of the job prints its own)
     r"|^\s*(?:wandb|comet_ml|neptune|mlflow|clearml|aim)\s*:"
+    # a port counter at zero (perfquery "SymbolErrorCounter:....0"), a BMC record's recovery
+    r"|(?-i:\b[A-Z]\w*(?:Error|Errors|Counter|Discards)\w*)(?::\.{2,}\s*|\s*==\s*)0\b(?![.,]\d)"
+    r"|\|\s*Deasserted\s*$"
 )
 # Traceback frames, C++ frames, rich panels, and "#" comment lines (benchmark table headers
 # such as nccl-tests' "... busbw  error" column row).

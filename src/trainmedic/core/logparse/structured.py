@@ -52,7 +52,9 @@ def _parsers() -> list[BlockParser]:
     from trainmedic.core.logparse.ibstat import IbstatParser
     from trainmedic.core.logparse.ipmi import SelParser
     from trainmedic.core.logparse.kube import PodTableParser
+    from trainmedic.core.logparse.kubenode import NodeResourcesParser
     from trainmedic.core.logparse.nvsmi import DcgmiDiagParser, NvidiaSmiParser
+    from trainmedic.core.logparse.powersupply import PowerSupplyParser
     from trainmedic.core.logparse.slurmstate import SlurmStateParser
 
     return [
@@ -62,6 +64,8 @@ def _parsers() -> list[BlockParser]:
         SlurmStateParser(),
         PodTableParser(),
         SelParser(),
+        PowerSupplyParser(),
+        NodeResourcesParser(),
     ]
 
 
