@@ -280,6 +280,7 @@ class Service:
         if snapshot.stale:
             return  # silence is not an ending
         states = {job.job_id: job.state for job in snapshot.jobs}
+        released: dict[str, _JobSources] = {}
         for job_id in list(self._jobs):
             state = states.get(job_id)
             if state is not None and not state.is_terminal():
@@ -290,13 +291,32 @@ class Service:
                 continue
             if self.store.active_advice(job_id):
                 continue  # a restart may still bring it back
-            self._drain(self._jobs.pop(job_id), now).close()
+            released[job_id] = self._drain(self._jobs.pop(job_id), now)
             self.engine.unwatch(job_id)
             self._ended_since.pop(job_id, None)
             self._progress_written.pop(job_id, None)
             self._checkpoint_iter.pop(job_id, None)
             self._retired.add(job_id)
             log.info("job %s ended: unwatched", job_id)
+        if released:
+            self._release(released)
+
+    def _release(self, released: Mapping[str, _JobSources]) -> None:
+        """Close unwatched jobs' files and drop what was kept about them: their read
+        positions (in memory and stored: a restart does not watch these jobs again) and
+        their source tables. A file another watched job still follows keeps its position."""
+        still_followed = {path for other in self._jobs.values() for path in other.logs.paths}
+        gone: list[str] = []
+        for job_id, sources in released.items():
+            sources.close()
+            gone.extend(p for p in sources.logs.paths if p not in still_followed)
+            self.sources.forget(job_id)
+        for path in gone:
+            self._book.forget(path)
+        try:
+            self.store.forget_follower_offsets(gone)
+        except StoreError as exc:
+            log.warning("stored offsets of unwatched jobs' logs not dropped: %s", exc)
 
     # -- what must survive a restart -----------------------------------------------------
 
