@@ -9,8 +9,8 @@ scheduler forgets it as Slurm does. Measured:
 
 * lines written vs progress observations the service made: nothing may be lost;
 * crash detection latency (the crash is written and shown -> the incident is recorded);
-* RSS and open fds, sampled every second: after the warm-up (the first quarter), the second
-  half of the run against the first half, and the least-squares slope;
+* RSS and open fds, sampled every second by a thread of their own: after the warm-up (the
+  first quarter), the second half of the run against the first half, and the slope;
 * the service's own CPU (inside ``register``/``cycle`` only) per line, and its ratio to two
   same-run baselines over the same bytes: a bare ``read()`` + newline count, and
   ``LogFollower`` alone (reading and splitting, no parsing, detection or store);
@@ -31,6 +31,7 @@ import multiprocessing
 import os
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -101,7 +102,11 @@ def main() -> None:
         samples: list[tuple[float, int, int, int]] = []  # (t, rss, fds, watched jobs)
         started = ended = deleted = cycles = late = 0
         service_cpu = 0.0
-        next_sample = t0
+        stop_sampling = threading.Event()
+        sampler = threading.Thread(
+            target=sample_every_second, args=(service, t0, samples, stop_sampling), daemon=True
+        )
+        sampler.start()
         writer_done_at: float | None = None
         crashes_due = sum(s.crash for s in slots)
         while True:
@@ -129,11 +134,9 @@ def main() -> None:
                 for r in range(FILES_PER_JOB):
                     log_path(logs, job_id, r).unlink(missing_ok=True)
                 deleted += 1
-            if time.time() >= next_sample and writer_done_at is None:
-                samples.append((time.time() - t0, *process_stats(), len(service.engine.jobs)))
-                next_sample += 1.0
             if writer_done_at is None and not proc.is_alive():
                 writer_done_at = time.time()
+                stop_sampling.set()  # the load is over: what follows is the catching up
             if writer_done_at is not None and (
                 (len(detected) >= crashes_due and cycles_idle(service))
                 or time.time() > writer_done_at + 60
@@ -153,8 +156,6 @@ def main() -> None:
     latencies = sorted(detected[j] - t for j, t in report["crashed"].items() if j in detected)
     total = sum(written.values())
     warm = [s for s in samples if s[0] >= args.seconds / 4]
-    if len(warm) < 4:  # cycles slower than the run is long: take what there is
-        warm = samples[-max(2, len(samples) // 2) :]
     half = len(warm) // 2
     first, second = warm[:half], warm[half:]
     rss1 = statistics.median(s[1] for s in first) / 2**20
@@ -189,6 +190,19 @@ def main() -> None:
         f"service_us_per_line={us_per_line:.2f} ratio_vs_bare_read={us_per_line / bare_us:.0f} "
         f"ratio_vs_follower={us_per_line / follow_us:.1f}"
     )
+
+
+def sample_every_second(
+    service: Service, t0: float, out: list[tuple[float, int, int, int]], stop: threading.Event
+) -> None:
+    """RSS, fds and watched jobs once a second from ``t0``, however long a cycle takes."""
+    time.sleep(max(0.0, t0 - time.time()))
+    while not stop.wait(1.0):
+        try:
+            watched = len(service.engine.jobs)
+        except RuntimeError:  # the loop changed the jobs while they were counted
+            watched = out[-1][3] if out else 0
+        out.append((time.time() - t0, *process_stats(), watched))
 
 
 def cycles_idle(service: Service) -> bool:
