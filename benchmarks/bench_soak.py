@@ -182,6 +182,10 @@ def main() -> None:
     print(f"rss_mb_first_half={rss1:.1f} rss_mb_second_half={rss2:.1f} "
           f"rss_slope_mb_per_min={rss_slope:.2f} fds_first_half={fds1} "
           f"fds_second_half={fds2} fd_slope_per_min={fd_slope:.1f}")  # fmt: skip
+    # Open fds beyond the watched jobs' files: flat unless something is held that should not be.
+    extra1 = statistics.median(s[2] - FILES_PER_JOB * s[3] for s in first)
+    extra2 = statistics.median(s[2] - FILES_PER_JOB * s[3] for s in second)
+    print(f"fds_beyond_watched_files_first_half={extra1} second_half={extra2}")
     print(f"bare_read_us_per_line={bare_us:.3f} follower_us_per_line={follow_us:.3f}")
     print(
         f"lines_per_s={total / args.seconds:.0f} lost={lost} crash_detect_p95_s={p95:.2f} "
