@@ -64,3 +64,32 @@ def test_an_ended_job_is_unwatched_and_its_files_closed(tmp_path: Path) -> None:
     store.update_job_progress("0", progress_at=time.time(), iteration=1, state="COMPLETED")
     restarted = Service(config, store, sched)
     assert "0" not in restarted.engine.jobs
+
+
+def test_an_unwatched_job_leaves_no_state_behind(tmp_path: Path) -> None:
+    """A long-running service watching jobs that come and go stays flat: an unwatched job's
+    offsets (in memory and in the store) and its source table go with it; a file another
+    watched job still follows keeps its offset."""
+    config = Config(service=ServiceConfig(state_dir=str(tmp_path), unwatch_after_s=0.01))
+    store = Store(sqlite_url(str(tmp_path / "state.db")))
+    shared = tmp_path / "shared.log"
+    own = tmp_path / "own.log"
+    for log in (shared, own):
+        log.write_text("step 1\n")
+    sched = FakeScheduler()
+    service = Service(config, store, sched)
+    service.register("a", JobSpec(log_paths=(str(own), str(shared))))
+    service.register("b", JobSpec(log_paths=(str(shared),)))
+    sched.add_job("a", ["node1"])
+    sched.add_job("b", ["node2"])
+    service.cycle()
+    assert {p.path for p in store.follower_offsets()} == {str(own), str(shared)}
+
+    sched.set_state("a", JobState.COMPLETED)
+    service.cycle()
+    time.sleep(0.05)
+    service.cycle()
+    assert set(service.engine.jobs) == {"b"}
+    assert service._book.paths() == (str(shared),)  # memory: the book forgot it
+    assert {p.path for p in store.follower_offsets()} == {str(shared)}
+    assert service.sources.jobs() == ("b",)

@@ -153,3 +153,21 @@ def test_a_read_error_is_stale_then_resumes_where_it_stopped(tmp_path: Path) -> 
     got = follower.poll()
     assert [(x.line_no, x.text) for x in got] == [(3, "three")], "not read again from the top"
     assert follower.take_recovered()
+
+
+def test_a_deleted_file_is_released_once_read_to_its_end(tmp_path: Path) -> None:
+    """A log deleted while followed (its job goes on, or cleaned it up) is read to its end,
+    then closed: a deleted file is not held open, its disk space is given back."""
+    log = tmp_path / "a.log"
+    log.write_text("one\n")
+    follower = LogFollower(log)
+    assert [x.text for x in follower.poll()] == ["one"]
+    with log.open("a") as f:
+        f.write("two\nthree")
+    log.unlink()
+    assert [x.text for x in follower.poll()] == ["two", "three"]
+    held = [os.readlink(fd) for fd in Path("/proc/self/fd").iterdir() if fd.is_symlink()]
+    assert not any(p.startswith(str(log)) for p in held)
+    assert follower.poll() == [] and follower.take_stale() is not None  # gone, said once
+    log.write_text("four\n")
+    assert [x.text for x in follower.poll()] == ["four"] and follower.take_recovered()

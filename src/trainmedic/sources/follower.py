@@ -2,6 +2,8 @@
 
 * rotation (rename or delete, then a new file at the path): the old file is read to its end
   (a last line without newline included), then the new one from its start;
+* a deleted file is read to its end (that last line included), then closed at once, not held
+  open until a new file appears;
 * truncation (the size shrinks, e.g. ``copytruncate``): read again from the start;
 * a missing or unreadable file is not an error: ``poll`` returns nothing, ``take_stale``
   reports it once per disappearance and ``take_recovered`` once when it can be read again (a
@@ -95,7 +97,12 @@ class LogFollower:
         except OSError as exc:
             # Gone or unreadable: drain what the old file (renamed, deleted) still holds.
             if self._file is not None:
-                self._read(lines, self._max_read)
+                if self._read(lines, self._max_read) and self._deleted():
+                    # Deleted and read to its end: let it go (held open, a deleted file keeps
+                    # its disk space and an fd). A renamed one is kept until the new file
+                    # appears at the path: its writer may still append during the rotation.
+                    self._flush_partial(lines)
+                    self._close()
             else:
                 self._mark_missing(f"{self.path}: {exc.strerror or exc}")
             return lines
@@ -186,13 +193,22 @@ class LogFollower:
         self._overlong = False
         self._discard = False
 
+    def _deleted(self) -> bool:
+        """The open file has no name left (unlinked)."""
+        assert self._file is not None
+        try:
+            return os.fstat(self._file.fileno()).st_nlink == 0
+        except OSError:
+            return True
+
     def _close(self) -> None:
         if self._file is not None:
             self._file.close()
         self._file = None
         self._identity = None
 
-    def _read(self, out: list[FollowedLine], budget: int) -> None:
+    def _read(self, out: list[FollowedLine], budget: int) -> bool:
+        """Read up to ``budget`` bytes; True when the end of the file was reached."""
         assert self._file is not None
         while budget > 0:
             try:
@@ -204,13 +220,14 @@ class LogFollower:
                     self._resume = (self._identity, self._pos)
                 self._close()
                 self._mark_missing(f"{self.path}: {exc.strerror or exc}")
-                return
+                return False
             if not chunk:
-                return
+                return True
             budget -= len(chunk)
             base = self._pos
             self._pos += len(chunk)
             self._split(chunk, base, out)
+        return False
 
     def _split(self, chunk: bytes, base: int, out: list[FollowedLine]) -> None:
         """``base``: the file offset of ``chunk[0]``."""

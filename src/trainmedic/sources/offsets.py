@@ -177,3 +177,8 @@ class OffsetBook:
     def forget(self, path: str) -> None:
         """The file is no longer followed (its job was unwatched)."""
         self._entries.pop(path, None)
+        self._saved.pop(path, None)
+
+    def paths(self) -> tuple[str, ...]:
+        """The files whose positions the book holds (for tests and diagnostics)."""
+        return tuple(sorted(self._entries))

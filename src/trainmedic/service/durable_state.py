@@ -1,0 +1,102 @@
+"""What the service stores each cycle so that a restart loses nothing and repeats nothing:
+decisions (a finding the store refused is tried again next cycle), how far each log was read,
+and each job's progress and checkpoints (for the goodput accounting and the restart advice).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from trainmedic.core.engine.engine import Engine, Finding
+from trainmedic.core.errors import StoreError
+from trainmedic.core.observations import CheckpointSaved, Observation, Progress
+from trainmedic.schedulers.base import ClusterSnapshot
+from trainmedic.service.decisions import Decision, DecisionRecorder
+from trainmedic.sources.offsets import OffsetBook
+from trainmedic.store import CheckpointSeen, Store
+
+if TYPE_CHECKING:
+    from trainmedic.service.watched_jobs import JobSources
+
+log = logging.getLogger(__name__)
+
+
+class DurableState:
+    """The part of ``Service`` that writes to the store (a mixin: the state it uses is the
+    service's own, set up in ``Service.__init__``)."""
+
+    store: Store
+    engine: Engine
+    decisions: DecisionRecorder
+    _jobs: dict[str, JobSources]
+    _book: OffsetBook
+    _unstored: list[Finding]
+    _checkpoint_iter: dict[str, int]
+    _progress_written: dict[str, tuple[Progress | None, Progress | None]]
+
+    # -- what must survive a restart -----------------------------------------------------
+
+    def _record(
+        self, findings: list[Finding], snapshot: ClusterSnapshot, now: float
+    ) -> list[Decision]:
+        """Store each finding (those the store refused last cycle first); a finding the
+        store refuses now is kept for the next cycle, never dropped."""
+        decisions: list[Decision] = []
+        retried = len(self._unstored)
+        pending, self._unstored = self._unstored + findings, []
+        for i, finding in enumerate(pending):
+            newest = self._checkpoint_iter.get(finding.job_id)
+            try:
+                decisions.append(self.decisions.record(finding, snapshot, now, newest))
+            except StoreError as exc:
+                # Said once per finding; the retries that follow every cycle are quiet.
+                level = logging.DEBUG if i < retried else logging.ERROR
+                log.log(level, "job %s: decision not stored yet: %s", finding.job_id, exc)
+                self._unstored.append(finding)
+        return decisions
+
+    def _save_offsets(self) -> None:
+        """Store how far each log was read. Not while a finding settles or waits to be
+        stored: a restart must read its lines again."""
+        if self._unstored or self.engine.settling:
+            return
+        due = self._book.due()
+        try:
+            self.store.save_follower_offsets(due)
+        except StoreError as exc:
+            log.warning("log offsets not stored (next cycle tries again): %s", exc)
+            return
+        self._book.saved(due)
+
+    def _remember_progress(self, observations: list[Observation]) -> None:
+        seen: dict[str, list[CheckpointSeen]] = {}
+        for obs in observations:
+            if isinstance(obs, CheckpointSaved) and obs.job_id in self._jobs:
+                seen.setdefault(obs.job_id, []).append(
+                    CheckpointSeen(obs.iteration, obs.time, begun=obs.in_progress)
+                )
+            if (
+                isinstance(obs, CheckpointSaved)
+                and not obs.in_progress
+                and obs.iteration > self._checkpoint_iter.get(obs.job_id, -1)
+            ):
+                self._checkpoint_iter[obs.job_id] = obs.iteration
+                if obs.job_id in self._jobs:
+                    self.store.update_job_progress(
+                        obs.job_id, checkpoint_iteration=obs.iteration, checkpoint_at=obs.time
+                    )
+        for job_id, checkpoints in seen.items():
+            self.store.record_checkpoints(job_id, checkpoints)
+        for job_id in self._jobs:
+            first, last = self.engine.progress_of(job_id)
+            written_first, written_last = self._progress_written.get(job_id, (None, None))
+            if last is None or last is written_last:
+                continue
+            if first is not None and first is not written_first:
+                # A new attempt's first progress: its start of productive work is exact.
+                self.store.update_job_progress(
+                    job_id, progress_at=first.time, iteration=first.iteration
+                )
+            self.store.update_job_progress(job_id, progress_at=last.time, iteration=last.iteration)
+            self._progress_written[job_id] = (first, last)

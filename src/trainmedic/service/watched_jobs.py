@@ -1,0 +1,209 @@
+"""The jobs the service watches: their sources, how they join the loop, how they are let go.
+
+A job joins when registered (``Service.register``, or through the API from another process:
+the jobs table is read once per cycle) or discovered (Slurm comment or ``[watch]`` rules).
+It is let go ``unwatch_after_s`` after the scheduler shows it ended (or gone) with no advice
+in progress: what its files still hold is read first, then they are closed and everything
+kept about them dropped, so a long-running service stays flat in memory and fds.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from datetime import tzinfo
+from typing import TYPE_CHECKING
+
+from trainmedic.core.engine.engine import Engine
+from trainmedic.core.errors import StoreError
+from trainmedic.core.observations import Observation, Progress
+from trainmedic.core.states import JobState
+from trainmedic.schedulers.base import ClusterSnapshot, SchedulerAdapter
+from trainmedic.service.config.sections import Config
+from trainmedic.service.discovery import discover
+from trainmedic.service.node_sources import NodeSources
+from trainmedic.service.source_status import SourceBoard
+from trainmedic.sources.checkpoints import CheckpointWatcher
+from trainmedic.sources.joblog import JobLogSource
+from trainmedic.sources.offsets import OffsetBook
+from trainmedic.store import JobRecord, JobSpec, Store
+
+log = logging.getLogger(__name__)
+Clock = Callable[[], float]
+
+DRAIN_POLLS = 64
+"""Polls of an ended job's files before they are closed (each reads a bounded chunk)."""
+
+
+class JobSources:
+    def __init__(
+        self,
+        job_id: str,
+        spec: JobSpec,
+        tz: tzinfo,
+        board: SourceBoard,
+        clock: Clock,
+        book: OffsetBook,
+    ) -> None:
+        self.logs = JobLogSource(job_id, spec.log_paths, tz=tz, clock=clock, book=book)
+        self.checkpoints = (
+            CheckpointWatcher(job_id, spec.checkpoint_dir, clock=clock)
+            if spec.checkpoint_dir
+            else None
+        )
+        now = clock()
+        board.declare("scheduler", now, job_id=job_id)
+        for path in self.logs.paths:
+            board.declare(f"log:{path}", now, job_id=job_id)
+        if self.checkpoints is not None:
+            board.declare(f"checkpoints:{self.checkpoints.directory}", now, job_id=job_id)
+
+    def close(self) -> None:
+        self.logs.close()
+
+    def poll(self) -> list[Observation]:
+        out = self.logs.poll()
+        if self.checkpoints is not None:
+            out.extend(self.checkpoints.poll())
+        return out
+
+
+class WatchedJobs:
+    """The part of ``Service`` that adds and lets go of watched jobs (a mixin: the state it
+    uses is the service's own, set up in ``Service.__init__``)."""
+
+    config: Config
+    store: Store
+    adapter: SchedulerAdapter
+    clock: Clock
+    engine: Engine
+    sources: SourceBoard
+    _jobs: dict[str, JobSources]
+    _book: OffsetBook
+    _tz: tzinfo
+    _nodes: NodeSources
+    _kernel_template: str
+    _lock: threading.Lock
+    _discovered_at: float
+    _retired: set[str]
+    _ended_since: dict[str, float]
+    _checkpoint_iter: dict[str, int]
+    _progress_written: dict[str, tuple[Progress | None, Progress | None]]
+
+    if TYPE_CHECKING:
+
+        def _remember_progress(self, observations: list[Observation]) -> None: ...
+
+    # -- registration --------------------------------------------------------------------
+
+    def register(self, job_id: str, spec: JobSpec, *, name: str = "") -> None:
+        self.store.register_job(job_id, self.adapter.name, now=self.clock(), name=name, spec=spec)
+        with self._lock:
+            self._watch(job_id, spec)
+
+    def _watch(self, job_id: str, spec: JobSpec) -> None:
+        if job_id in self._jobs:
+            return
+        self._jobs[job_id] = JobSources(
+            job_id, spec, self._tz, self.sources, self.clock, self._book
+        )
+        for node, path in spec.kernel_logs.items():
+            self._nodes.add_kernel_log(node, path)
+        attempts = self.store.list_attempts(job_id)
+        if attempts:
+            latest = max(attempts, key=lambda a: a.attempt)
+            self.engine.resume(job_id, latest.attempt, latest.started_at, latest.nodes)
+        else:
+            self.engine.watch(job_id)
+
+    def _sync_registrations(self, stored: Mapping[str, JobRecord]) -> None:
+        """Jobs registered through the API (another process or thread) join the loop."""
+        for job in stored.values():
+            if job.job_id not in self._retired:
+                self._watch(job.job_id, job.spec)
+
+    def _discover(self, now: float) -> None:
+        """Register jobs that opted in through their comment or match ``[watch]``."""
+        interval = self.config.scheduler.slurm.discovery_interval_s
+        if self.config.scheduler.kind != "slurm" or now - self._discovered_at < interval:
+            return
+        self._discovered_at = now
+        everything = self.adapter.poll(())
+        if everything.stale:
+            return
+        args = (self.config.watch, self.config.policy, self._jobs, self._kernel_template)
+        candidates = discover(everything.jobs, *args)
+        if not candidates:
+            return
+        # Output paths come from the per-job details, resolved only for the jobs polled by id.
+        detailed = self.adapter.poll(tuple(c.job_id for c in candidates))
+        for found in discover(detailed.jobs, *args):
+            log.info("watching job %s (%s)", found.job_id, found.why)
+            self.store.register_job(
+                found.job_id, self.adapter.name, now=now, name=found.name, spec=found.spec
+            )
+            self._watch(found.job_id, found.spec)
+
+    def _drain(self, sources: JobSources, now: float) -> JobSources:
+        """Read what the job's files still hold before letting them go: no line is lost to a
+        service that fell behind."""
+        for _ in range(DRAIN_POLLS):
+            final = sources.poll()
+            if not final:
+                break
+            self.engine.observe_all(final, now)
+            self._remember_progress(final)
+        return sources
+
+    def _retire_ended(self, snapshot: ClusterSnapshot, now: float) -> None:
+        """Unwatch jobs that ended (or vanished from the scheduler) ``unwatch_after_s`` ago and
+        have no advice in progress: their files are closed, their state dropped, so a
+        long-running service watching jobs that come and go stays flat in memory and fds."""
+        if snapshot.stale:
+            return  # silence is not an ending
+        states = {job.job_id: job.state for job in snapshot.jobs}
+        released: dict[str, JobSources] = {}
+        for job_id in list(self._jobs):
+            state = states.get(job_id)
+            if state is not None and not state.is_terminal():
+                self._ended_since.pop(job_id, None)
+                continue
+            since = self._ended_since.setdefault(job_id, now)
+            if now - since < self.config.service.unwatch_after_s:
+                continue
+            if self.store.active_advice(job_id):
+                continue  # a restart may still bring it back
+            released[job_id] = self._drain(self._jobs.pop(job_id), now)
+            self.engine.unwatch(job_id)
+            self._ended_since.pop(job_id, None)
+            self._progress_written.pop(job_id, None)
+            self._checkpoint_iter.pop(job_id, None)
+            self._retired.add(job_id)
+            log.info("job %s ended: unwatched", job_id)
+        if released:
+            self._release(released)
+
+    def _release(self, released: Mapping[str, JobSources]) -> None:
+        """Close unwatched jobs' files and drop what was kept about them: their read
+        positions (in memory and stored: a restart does not watch these jobs again) and
+        their source tables. A file another watched job still follows keeps its position."""
+        still_followed = {path for other in self._jobs.values() for path in other.logs.paths}
+        gone: list[str] = []
+        for job_id, sources in released.items():
+            sources.close()
+            gone.extend(p for p in sources.logs.paths if p not in still_followed)
+            self.sources.forget(job_id)
+        for path in gone:
+            self._book.forget(path)
+        try:
+            self.store.forget_follower_offsets(gone)
+        except StoreError as exc:
+            log.warning("stored offsets of unwatched jobs' logs not dropped: %s", exc)
+
+
+def stored_state_ended(state: str) -> bool:
+    try:
+        return JobState(state).is_terminal()
+    except ValueError:
+        return False  # "" before the first poll, or a state this version does not know
