@@ -49,6 +49,7 @@ from trainmedic.service.discovery import discover
 from trainmedic.service.executor import Executor, ExecutorEvent
 from trainmedic.service.holdfile import hold_file_in
 from trainmedic.service.node_sources import NodeSources
+from trainmedic.service.progress_format import ProgressFormatCheck
 from trainmedic.service.source_status import SourceBoard
 from trainmedic.sources.checkpoints import CheckpointWatcher
 from trainmedic.sources.joblog import JobLogSource
@@ -86,7 +87,14 @@ class _JobSources:
         clock: Clock,
         book: OffsetBook,
     ) -> None:
-        self.logs = JobLogSource(job_id, spec.log_paths, tz=tz, clock=clock, book=book)
+        self.logs = JobLogSource(
+            job_id,
+            spec.log_paths,
+            tz=tz,
+            clock=clock,
+            book=book,
+            progress_regex=spec.progress_regex,
+        )
         self.checkpoints = (
             CheckpointWatcher(job_id, spec.checkpoint_dir, clock=clock)
             if spec.checkpoint_dir
@@ -165,6 +173,9 @@ class Service:
         # Per job, the (first, latest) progress of the current attempt already stored.
         self._progress_written: dict[str, tuple[Progress | None, Progress | None]] = {}
         self._discovered_at = float("-inf")
+        # Told once per job when none of its lines is progress after the start-up grace (a
+        # job still importing is not one of unknown format).
+        self.progress_format = ProgressFormatCheck(config.detect.startup_grace_s)
         self._lock = threading.Lock()
         # Jobs that ended and were let go: never watched again by this process. Per job, when
         # the scheduler first showed it ended (or gone).
@@ -252,6 +263,7 @@ class Service:
             self.sources.record(observations)
             self.engine.observe_all(observations, now)
             self._remember_progress(observations)
+            self.progress_format.check_all(self._jobs, now)
             result = CycleResult(now, snapshot)
             result.decisions = self._record(self.engine.evaluate(now), snapshot, now)
             if self.config.service.mode == "action":
@@ -394,6 +406,8 @@ class Service:
             self._nodes.jobs_run_on(job.nodes, snapshot.time)
             if job.state is JobState.RUNNING and job.nodes:
                 self.sources.set_nodes(job.job_id, job.nodes)
+            if job.state is JobState.RUNNING:
+                self.progress_format.running(job.job_id, snapshot.time)
             out.append(
                 JobStatus(
                     snapshot.time,
