@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from trainmedic.api.app import create_app
 from trainmedic.core.errors import ConfigError
 from trainmedic.core.logparse.declared import compile_progress_regex, parse_declared
-from trainmedic.core.observations import Progress
+from trainmedic.core.observations import Progress, SourceRecovered, SourceStale
 from trainmedic.core.states import JobState
 from trainmedic.schedulers.base import JobInfo
 from trainmedic.service.config import default_config, load_config
@@ -139,3 +139,29 @@ def test_post_jobs_refuses_an_unusable_regex_in_one_line(tmp_path: Path) -> None
     assert client.post("/jobs", json=body).status_code == 201
     stored = store.get_job("7")
     assert stored is not None and stored.spec.progress_regex == r"step=(?P<iter>\d+)"
+
+
+class _Logs:
+    def __init__(self, lines: int, progress: int) -> None:
+        self.lines_read, self.progress_lines = lines, progress
+        self.paths, self.declared = ("/l/7.out",), False
+
+
+class _Sources:
+    def __init__(self, logs: _Logs) -> None:
+        self.logs = logs
+
+
+def test_an_unknown_format_makes_the_jobs_progress_source_unknown_until_progress_comes() -> None:
+    check = ProgressFormatCheck(after_s=30)
+    logs = _Logs(lines=12, progress=0)
+    jobs = {"7": _Sources(logs)}
+    check.running("7", 0.0)
+    assert check.check_all(jobs, 29.0) == []
+    (stale,) = check.check_all(jobs, 30.0)  # at the grace, the instant a start-up hang could be
+    assert isinstance(stale, SourceStale) and (stale.source, stale.job_id) == ("progress", "7")
+    assert check.check_all(jobs, 40.0) == []
+    logs.progress_lines = 1
+    (back,) = check.check_all(jobs, 50.0)
+    assert isinstance(back, SourceRecovered) and back.source == "progress"
+    assert check.check_all(jobs, 60.0) == []

@@ -263,7 +263,9 @@ class Service:
             self.sources.record(observations)
             self.engine.observe_all(observations, now)
             self._remember_progress(observations)
-            self.progress_format.check_all(self._jobs, now)
+            unknown_format = self.progress_format.check_all(self._jobs, now)
+            self.sources.record(unknown_format)
+            self.engine.observe_all(unknown_format, now)
             result = CycleResult(now, snapshot)
             result.decisions = self._record(self.engine.evaluate(now), snapshot, now)
             if self.config.service.mode == "action":

@@ -5,7 +5,14 @@ A job's logs are read in the formats ``logparse.progress`` knows (trainmedic's t
 Megatron, tqdm bars, HF log dicts with a step) or in the one it declared
 (``progress_regex``). A job that has run for a while, printed lines, and not one of them was
 progress is in neither: without progress trainmedic cannot tell a hang from a quiet job,
-only crashes (scheduler state, errors in its logs). The owner is told what to write.
+only crashes (scheduler state, errors in its logs). The owner is told what to write, and
+the job's liveness source ``progress`` is "unknown" (a ``SourceStale``: shown in the API's
+source status; the engine calls no hang on it, not even a start-up that never reported) until
+a progress line arrives (``SourceRecovered``).
+
+The check runs at ``after_s`` (the start-up grace) from when the job was first seen running,
+the same instant from which the engine's start-up grace counts, and before the engine
+evaluates, so an unknown format is never first reported as a start-up hang.
 """
 
 from __future__ import annotations
@@ -15,7 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from trainmedic.core.observations import Observation, SourceRecovered, SourceStale
+
 log = logging.getLogger(__name__)
+SOURCE = "progress"
 
 EXAMPLE_REGEX = r"step=(?P<iter>\\d+) loss=(?P<loss>[-\\d.eE]+)"
 
@@ -60,6 +70,7 @@ class ProgressFormatCheck:
     after_s: float
     running_since: dict[str, float] = field(default_factory=dict)
     told: dict[str, str] = field(default_factory=dict)
+    recovered: set[str] = field(default_factory=set)
 
     def running(self, job_id: str, now: float) -> None:
         self.running_since.setdefault(job_id, now)
@@ -84,10 +95,17 @@ class ProgressFormatCheck:
         self.told[job_id] = message
         return message
 
-    def check_all(self, jobs: Mapping[str, _HasLogs], now: float) -> None:
-        """Warn (once per job) about every watched job that qualifies."""
+    def check_all(self, jobs: Mapping[str, _HasLogs], now: float) -> list[Observation]:
+        """Warn (once per job) about every watched job that qualifies; its ``progress``
+        source goes "unknown", and "up" again once a progress line arrives."""
+        out: list[Observation] = []
         for job_id, sources in jobs.items():
             logs = sources.logs
+            if job_id in self.told:
+                if logs.progress_lines > 0 and job_id not in self.recovered:
+                    self.recovered.add(job_id)
+                    out.append(SourceRecovered(now, SOURCE, job_id=job_id))
+                continue
             message = self.check(
                 job_id,
                 now,
@@ -98,3 +116,6 @@ class ProgressFormatCheck:
             )
             if message is not None:
                 log.warning("%s", message)
+                detail = "no line read is progress: declare progress_regex"
+                out.append(SourceStale(now, SOURCE, detail, job_id=job_id))
+        return out
