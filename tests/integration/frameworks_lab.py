@@ -156,11 +156,13 @@ class FrameworkLab:
         self, job_id: str, job: WorkloadJob, number: int = 0, checkpoints: int = 1
     ) -> Attempt:
         """The attempt trains and has saved ``checkpoints`` checkpoints; an interruption the
-        service reports before then (nothing was injected yet) fails here, described."""
+        service reports meanwhile (nothing was injected since the call) fails here,
+        described."""
+        known = {i.id for i in self.interruptions(job_id)}
 
         def ready() -> Attempt | None:
-            found = self.interruptions(job_id)
-            assert not found, f"before any fault, while starting: {describe(found[0])}"
+            found = [i for i in self.interruptions(job_id) if i.id not in known]
+            assert not found, f"before any fault, in attempt {number}: {describe(found[0])}"
             a = self.attempt(job, number)
             return a if a.first_step is not None and len(a.checkpoints) >= checkpoints else None
 
