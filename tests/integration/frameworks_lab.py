@@ -18,6 +18,7 @@ import dataclasses
 import json
 import logging
 import os
+import random
 import sys
 import threading
 import time
@@ -118,13 +119,16 @@ class FrameworkLab:
         self.jobs_framework: dict[str, str] = {}
         self.xid_nodes: set[str] = set()  # nodes whose kernel log a test wrote an Xid to
         self._submit = threading.Lock()
+        # Rendezvous ports of this session's jobs: 2000 from a base no other session is
+        # likely to use (below the ephemeral range, away from torch's 29500).
+        self.port_base = random.Random().randrange(10000, 28000, 2000)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self.service.run, args=(self._stop,), daemon=True)
         self._thread.start()
 
     def submit(self, framework: str, label: str = "", **options: Any) -> tuple[str, WorkloadJob]:
         label = label or framework
-        job = WorkloadJob(framework, self.tmp / label, **options)
+        job = WorkloadJob(framework, self.tmp / label, port_base=self.port_base, **options)
         with self._submit:
             job_id = self.cluster.sbatch(job.sbatch_args(f"fw-{label}"))
             self.jobs.append(job_id)

@@ -283,6 +283,7 @@ def undeclared(lab: FrameworkLab, framework: str) -> None:
     record_timing(
         f"{framework}-undeclared", "killed_rank", detection_s=round(incident.detected_at - at, 2)
     )
+    lab.cluster.run(["scancel", job_id], check=False)  # its restart would only load the CPUs
 
 
 # -- helpers ------------------------------------------------------------------------------------

@@ -72,6 +72,10 @@ class WorkloadJob:
     declare_progress: bool = True  # put the framework's progress_regex (if any) in the comment
     extra_args: tuple[str, ...] = ()
     policy: Mapping[str, Any] = field(default_factory=dict)
+    # First rendezvous port of this job's attempts. Lab clusters number their jobs from 1, so
+    # a fixed base makes two lab sessions on one machine pick the same port (EADDRINUSE at
+    # start-up); the tests pick one per session.
+    port_base: int = 20000
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -120,8 +124,8 @@ class WorkloadJob:
                 "#!/bin/bash",
                 f"# {self.framework} workload: one torchrun per node",
                 # A new port per attempt: the last attempt's store port may still be taken.
-                "export MASTER_PORT=$(( 20000 + (SLURM_JOB_ID * 16 + "
-                "${SLURM_RESTART_COUNT:-0}) % 10000 ))",
+                f"export MASTER_PORT=$(( {self.port_base} + (SLURM_JOB_ID * 16 + "
+                "${SLURM_RESTART_COUNT:-0}) % 2000 ))",
                 *(f"export {k}={shlex.quote(v)}" for k, v in env.items()),
                 f"srun --ntasks-per-node=1 --kill-on-bad-exit=1 bash -c {shlex.quote(per_node)}",
                 "",
