@@ -91,15 +91,3 @@ def test_a_job_of_unknown_progress_format_is_no_start_up_hang_until_it_reports()
     state.observe(SourceRecovered(grace + 4000.0, "progress", job_id=JOB))
     state.observe(Progress(grace + 4000.0, JOB, 1, rank=0, received=grace + 4000.0))
     assert state.unknown_sources == {}
-
-
-def test_a_late_line_of_the_ended_attempt_is_not_the_next_attempts_progress() -> None:
-    """A killed attempt's bar is flushed as it dies and read once the job is requeued: the next
-    attempt still gets its start-up grace, not the cadence threshold from that line."""
-    state = JobDetectorState(JOB, SMALL_JOB)
-    last = steady(state)
-    state.observe(JobStatus(last + 1.0, JOB, JobState.PENDING, (), attempt=1))
-    state.observe(Progress(last + 1.5, JOB, 49, rank=0, received=last + 1.5))  # flushed bar
-    state.observe(JobStatus(last + 10.0, JOB, JobState.RUNNING, ("n2",), attempt=1))
-    assert state.last_progress is None
-    assert state.check(last + 10.0 + SMALL_JOB.startup_grace_s - 1.0) == ()

@@ -44,11 +44,14 @@ FRAMEWORKS: dict[str, dict[str, Any]] = {
             "--ckpt-dir",
             str(run / "checkpoints"),
             "--ckpt-every",
-            "100",
+            "200",
             "--progress-bar",
             "tqdm",
         ],
-        "ckpt_every": 100,
+        # One checkpoint per epoch (200 batches): resumed at an epoch's start, the bar reads
+        # "Epoch E: n/200" (step E x 200 + n); resumed mid-epoch it reads "Training: n/?",
+        # the epoch's batch count without the epoch, which trainmedic does not read as a step.
+        "ckpt_every": 200,
         "step_sleep": 0.05,
     },
     "hf_trainer": {

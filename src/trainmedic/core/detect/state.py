@@ -166,11 +166,6 @@ class JobDetectorState:
 
     def _observe_progress(self, p: Progress) -> None:
         read = p.time if p.received is None else p.received
-        if self.state is not None and self.state is not JobState.RUNNING:
-            # Between attempts (requeued, pending): a late line of the attempt that ended (a
-            # tqdm bar flushed as its process was killed), never the next attempt's progress:
-            # taken as such, the next attempt had no start-up grace and was called hung.
-            return
         if self.running_since is None and self.state is None:
             self.running_since = read  # no scheduler view: progress shows it runs
         if self.last_seen is None and self._start_seen and self.running_since is not None:

@@ -145,6 +145,8 @@ class Engine:
                 return
             if isinstance(obs, (Progress, CheckpointSaved)) and track.stale_log():
                 return  # the lost attempt's last lines: not progress of the new one
+            if isinstance(obs, Progress) and track.between_attempts():
+                return
             if isinstance(obs, Progress):
                 if track.first_progress is None:
                     track.first_progress = obs
