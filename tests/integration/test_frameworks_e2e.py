@@ -56,7 +56,7 @@ UNDECLARED = {
     # until training ends, so the job's output holds only its start-up lines.
     "lightning": {"extra_args": ("--progress-bar", "default")},
 }
-CHAIN_S = 1200.0
+CHAIN_S = 1200.0  # one framework's whole chain, all jobs running at once on 2 cores
 LIGHTNING_RESUME_STEP = (
     "known issue: Lightning's bar after a resume is not the global step (resumed from the "
     "checkpoint of an epoch's last batch it counts that epoch again: 'Epoch 10: 1/200' at "
@@ -66,7 +66,7 @@ LIGHTNING_RESUME_STEP = (
 
 
 class KnownIssue(Exception):
-    """A failure this test documents (the report names it): the test is an xfail, not a pass."""  # one framework's whole chain, all jobs running at once on 2 cores
+    """A failure this test documents (the report names it): the test is an xfail, not a pass."""
 
 
 # -- the runs, all at once --------------------------------------------------------------------
