@@ -35,6 +35,7 @@ stamp=.venv/.trainmedic-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
   # torch is pinned to the CPU build in pyproject (extra "demo").
-  .venv/bin/python -m pip install -q -e ".[demo,dev,postgres]"
+  # "frameworks": the real training frameworks the end-to-end tests run as workloads.
+  .venv/bin/python -m pip install -q -e ".[demo,dev,postgres,frameworks]"
   touch "$stamp"
 fi

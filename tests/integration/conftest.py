@@ -36,3 +36,24 @@ def postgres_url() -> Iterator[str]:
         except PostgresUnavailable as err:
             pytest.skip(str(err))
         yield url
+
+
+FRAMEWORK_NODES = 16
+"""The framework tests run their jobs at once (2 nodes each, a spare for every exclusion)."""
+
+
+@pytest.fixture(scope="session")
+def framework_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    """16 nodes (fw1..fw16, 2 CPUs each: one job per node), cred_expire=10, for the real
+    framework workloads (test_frameworks_e2e.py), which run all their jobs concurrently."""
+    cluster = SlurmCluster(
+        tmp_path_factory.mktemp("slurm-fw"), nodes=FRAMEWORK_NODES, cred_expire=10, node_prefix="fw"
+    )
+    try:
+        cluster.start()
+    except SlurmLabUnavailable as err:
+        pytest.skip(str(err))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

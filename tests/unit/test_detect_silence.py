@@ -77,3 +77,17 @@ def test_the_engine_hands_source_status_to_the_jobs_detector() -> None:
     engine.evaluate(206.0)
     (finding,) = engine.evaluate(207.0)
     assert finding.anomaly.trigger is Trigger.NO_PROGRESS
+
+
+def test_a_job_of_unknown_progress_format_is_no_start_up_hang_until_it_reports() -> None:
+    """The service's ``progress`` source goes unknown when none of the job's lines is progress
+    (service.progress_format): no hang, not even "no first report"; a report brings it back."""
+    state = JobDetectorState(JOB, SMALL_JOB)
+    state.observe(JobStatus(0.0, JOB, JobState.RUNNING, ("n1",)))
+    grace = SMALL_JOB.startup_grace_s
+    state.observe(SourceStale(grace, "progress", "no line read is progress", job_id=JOB))
+    assert state.check(grace + 1.0) == ()
+    assert state.check(grace + 3600.0) == ()
+    state.observe(SourceRecovered(grace + 4000.0, "progress", job_id=JOB))
+    state.observe(Progress(grace + 4000.0, JOB, 1, rank=0, received=grace + 4000.0))
+    assert state.unknown_sources == {}

@@ -134,6 +134,20 @@ def test_the_lost_attempts_last_progress_lines_do_not_count_for_the_new_one() ->
     assert engine.detector("j").iteration == 32
 
 
+def test_a_bar_flushed_by_the_killed_attempt_is_not_the_next_attempts_progress() -> None:
+    """Read after the requeue (no banner in this log): the next attempt still gets its
+    start-up grace, not the cadence threshold counted from that line."""
+    engine = _engine()
+    _running(engine, 0.0)
+    t = _progress(engine, 1.0, range(1, 40))
+    engine.observe(JobStatus(t + 0.1, "j", JobState.PENDING, (), 1), t + 0.1)
+    _progress(engine, t + 0.2, range(40, 41))
+    _running(engine, t + 10.0, attempt=1)
+    assert engine.progress_of("j") == (None, None)
+    assert engine.detector("j").last_progress is None
+    assert engine.evaluate(t + 10.0 + SMALL_JOB.startup_grace_s - 1.0) == []
+
+
 def test_a_node_dropped_from_a_running_job_before_the_requeue_is_still_the_jobs() -> None:
     engine = _engine()
     _running(engine, 0.0)

@@ -38,7 +38,8 @@ def test_tqdm_and_lightning_bars() -> None:
     pl = parse_progress(
         "Epoch 2:  45%|████▌     | 450/1000 [00:30<00:36, 15.0it/s, loss=0.25, v_num=1]"
     )
-    assert pl is not None and (pl.iteration, pl.loss, pl.label) == (450, 0.25, "Epoch 2")
+    # Lightning counts the epoch's batches: step 2 x 1000 + 450, as its checkpoints name it.
+    assert pl is not None and (pl.iteration, pl.loss, pl.label) == (2450, 0.25, "Epoch 2")
     slow = parse_progress("Tokenizing:  10%|█         | 5/50 [20:00<3:00:00, 240.00s/it]")
     assert slow is not None and slow.step_time == 240.0 and slow.elapsed_s == 1200
 
@@ -145,3 +146,16 @@ def test_key_value_checkpoint_lines() -> None:
     assert parse_checkpoint("event=ckpt iter=900 path=/run/ckpt/model_iter000900.pt") == 900
     assert parse_checkpoint("type=checkpoint step=12") == 12
     assert parse_checkpoint("event=resume ckpt=/run/ckpt/model_iter000850.pt iter=850") is None
+
+
+def test_a_bars_first_draw_is_no_step_and_an_epoch_bar_counts_global_steps() -> None:
+    """A resumed HF Trainer draws 0/N before jumping to its step; Lightning's bar restarts at
+    every epoch: taken as they are, a resumed attempt looked as if it never passed step 0
+    and the job was stopped for 'attempts without a new checkpoint'."""
+    assert parse_progress("  0%|          | 0/100000 [00:00<?, ?it/s]") is None
+    resumed = parse_progress("  1%|          | 801/100000 [00:02<1:00:00, 9.1it/s]")
+    assert resumed is not None and resumed.iteration == 801
+    first = parse_progress("Epoch 7:   0%|          | 0/200 [00:00<?, ?it/s, v_num=0]")
+    assert first is None
+    later = parse_progress("Epoch 7:  23%|██▎       | 46/200 [00:04<00:15, 10.12it/s, v_num=0]")
+    assert later is not None and later.iteration == 7 * 200 + 46

@@ -93,3 +93,4 @@ def test_an_unwatched_job_leaves_no_state_behind(tmp_path: Path) -> None:
     assert service._book.paths() == (str(shared),)  # memory: the book forgot it
     assert {p.path for p in store.follower_offsets()} == {str(shared)}
     assert service.sources.jobs() == ("b",)
+    assert "a" not in service.progress_format.running_since  # nor its format watch

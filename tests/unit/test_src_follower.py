@@ -171,3 +171,30 @@ def test_a_deleted_file_is_released_once_read_to_its_end(tmp_path: Path) -> None
     assert follower.poll() == [] and follower.take_stale() is not None  # gone, said once
     log.write_text("four\n")
     assert [x.text for x in follower.poll()] == ["four"] and follower.take_recovered()
+
+
+def test_a_bar_redrawn_with_carriage_returns_is_read_as_it_is_drawn(tmp_path: Path) -> None:
+    """tqdm (HF Trainer, Lightning) in a file: ``\\r`` and no newline until the bar closes."""
+    log = tmp_path / "job.err"
+    log.write_bytes(b"  0%|          | 0/90 [00:00<?, ?it/s]\r  1%|          | 1/90 [00:00<")
+    follower = LogFollower(log)
+    assert texts(follower) == ["  0%|          | 0/90 [00:00<?, ?it/s]"]
+    append(log, b"00:09, 9.1it/s]\r" + b" " * 40 + b"\r  2%|2         | 2/90 [00:00<00:09]\r")
+    assert texts(follower) == [
+        "  1%|          | 1/90 [00:00<00:09, 9.1it/s]",  # the blank redraw is left out
+        "  2%|2         | 2/90 [00:00<00:09]",
+    ]
+    append(log, b"\nTraceback (most recent call last):\r\n  File x\n")  # \r then \n: one end
+    assert [(x.line_no, x.text) for x in follower.poll()] == [
+        (4, "Traceback (most recent call last):"),
+        (5, "  File x"),
+    ]
+
+
+def test_crlf_split_between_two_reads_is_one_line_end(tmp_path: Path) -> None:
+    log = tmp_path / "win.log"
+    log.write_bytes(b"one\r")
+    follower = LogFollower(log)
+    assert texts(follower) == ["one"]
+    append(log, b"\ntwo\r\n")
+    assert [(x.line_no, x.text) for x in follower.poll()] == [(2, "two")]

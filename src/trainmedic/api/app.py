@@ -42,6 +42,7 @@ from trainmedic.api.models import (
     Reconciliation,
 )
 from trainmedic.core.errors import ConfigError, StoreError
+from trainmedic.core.logparse.declared import compile_progress_regex
 from trainmedic.core.policy.overrides import job_policy
 from trainmedic.service.config import Config
 from trainmedic.service.discovery import check_kernel_logs
@@ -197,6 +198,8 @@ def create_app(
         admit_registration(body, config.api)
         # Validate the overrides now, so a bad policy is refused here, not at the incident.
         job_policy(config.policy, body.policy, source="policy")
+        if body.progress_regex:
+            compile_progress_regex(body.progress_regex)
         check_kernel_logs(
             body.kernel_logs, body.log_paths, config.scheduler.slurm.kernel_log_template
         )
@@ -208,6 +211,7 @@ def create_app(
             partition=body.partition,
             user=body.user,
             policy=dict(body.policy),
+            progress_regex=body.progress_regex,
         )
         return store.register_job(body.job_id, body.scheduler, now=now(), name=body.name, spec=spec)
 

@@ -48,6 +48,12 @@ class JobRegistration(BaseModel):
         description="overrides of the [policy] config section, e.g. "
         '{"stop_enforcement": true, "retry_budget": {"hardware": 2}}',
     )
+    progress_regex: str = Field(
+        default="",
+        max_length=500,
+        description="the job's progress lines as a regex with named groups iter (required), "
+        "loss and step_time (optional), when trainmedic does not know its format",
+    )
 
 
 class Reconciliation(BaseModel):

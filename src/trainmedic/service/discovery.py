@@ -2,9 +2,11 @@
 their comment (``--comment='{"trainmedic": {"checkpoint_dir": ..., "retry_budget": ...}}'``)
 or that match the ``[watch]`` criteria of the config (partition, user, name pattern, ids).
 
-Pure: a snapshot and the config in, registrations out. The comment's ``checkpoint_dir`` goes
-to the job spec; every other key is a per-job override of ``[policy]`` that may only tighten
-it (``core.policy.overrides``: never drain limits, the breaker, the repeat-offender count or
+Pure: a snapshot and the config in, registrations out. The comment's ``checkpoint_dir`` and
+``progress_regex`` (the job's own progress format, else ``[watch] progress_regex``; one that
+is unusable is reported and the known formats are read) go to the job spec; every other
+key is a per-job override of ``[policy]`` that may only tighten it
+(``core.policy.overrides``: never drain limits, the breaker, the repeat-offender count or
 action mode), validated here so a refused policy is reported once, naming the job and the
 key, and the job is still watched with the operator's policy.
 """
@@ -19,6 +21,7 @@ from typing import Any
 
 from trainmedic.core.badinput import BAD_INPUT, BadInput
 from trainmedic.core.errors import ConfigError
+from trainmedic.core.logparse.declared import compile_progress_regex
 from trainmedic.core.policy.config import PolicyConfig
 from trainmedic.core.policy.overrides import job_policy as tightened
 from trainmedic.schedulers.base import JobInfo
@@ -28,7 +31,7 @@ from trainmedic.store import JobSpec
 
 log = logging.getLogger(__name__)
 
-SPEC_KEYS = frozenset({"checkpoint_dir"})
+SPEC_KEYS = frozenset({"checkpoint_dir", "progress_regex"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,13 +92,20 @@ def job_policy(job: JobInfo, base: PolicyConfig) -> tuple[dict[str, Any] | None,
         return {}, f"job {job.job_id}: {exc}; watching it with the default policy"
     if policy is None:
         return None, ""
+    notes: list[str] = []
+    if "progress_regex" in policy:
+        try:
+            compile_progress_regex(policy["progress_regex"], f"job {job.job_id} progress_regex")
+        except ConfigError as exc:
+            policy = {k: v for k, v in policy.items() if k != "progress_regex"}
+            notes.append(f"{exc}; reading its progress in the known formats")
     overrides = {k: v for k, v in policy.items() if k not in SPEC_KEYS}
     try:
         tightened(base, overrides, f"job {job.job_id} comment")
     except ConfigError as exc:
-        spec_only = {k: v for k, v in policy.items() if k in SPEC_KEYS}
-        return spec_only, f"{exc}; watching it with the operator's policy"
-    return policy, ""
+        policy = {k: v for k, v in policy.items() if k in SPEC_KEYS}
+        notes.append(f"{exc}; watching it with the operator's policy")
+    return policy, "; ".join(notes)
 
 
 def discover(
@@ -131,6 +141,7 @@ def discover(
             log_paths=logs,
             kernel_logs=kernel,
             checkpoint_dir=str(overrides.get("checkpoint_dir", "")),
+            progress_regex=str(overrides.get("progress_regex", watch.progress_regex)),
             nodes=job.nodes,
             partition=job.partition,
             user=job.user,

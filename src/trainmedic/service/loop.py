@@ -42,6 +42,7 @@ from trainmedic.service.durable_state import DurableState
 from trainmedic.service.executor import Executor, ExecutorEvent
 from trainmedic.service.holdfile import hold_file_in
 from trainmedic.service.node_sources import NodeSources
+from trainmedic.service.progress_format import ProgressFormatCheck
 from trainmedic.service.scheduler_observations import SchedulerObservations
 from trainmedic.service.source_status import SourceBoard
 from trainmedic.service.watched_jobs import JobSources, WatchedJobs, stored_state_ended
@@ -103,6 +104,9 @@ class Service(WatchedJobs, DurableState, SchedulerObservations):
         self._telemetry_urls = dict(telemetry_urls or {})
         self._scheduler_unknown: set[str] = set()  # jobs told the scheduler poll failed
         self._discovered_at = float("-inf")
+        # Told once per job when none of its lines is progress after the start-up grace (a
+        # job still importing is not one of unknown format).
+        self.progress_format = ProgressFormatCheck(config.detect.startup_grace_s)
         self._lock = threading.Lock()
         # Of several services on one store only the leader observes, decides and acts; the
         # others wait (None: this one is alone, as in tests and the demo).
@@ -166,6 +170,9 @@ class Service(WatchedJobs, DurableState, SchedulerObservations):
             self.sources.record(observations)
             self.engine.observe_all(observations, now)
             self._remember_progress(observations)
+            unknown_format = self.progress_format.check_all(self._jobs, now)
+            self.sources.record(unknown_format)
+            self.engine.observe_all(unknown_format, now)
             result = CycleResult(now, snapshot)
             result.decisions = self._record(self.engine.evaluate(now), snapshot, now)
             if self.config.service.mode == "action":

@@ -18,6 +18,7 @@ from trainmedic.core.observations import (
 from trainmedic.core.states import JobState
 from trainmedic.schedulers.base import ClusterSnapshot
 from trainmedic.service.node_sources import NodeSources
+from trainmedic.service.progress_format import ProgressFormatCheck
 from trainmedic.service.source_status import SourceBoard
 from trainmedic.store import JobRecord, NotFound, Store
 
@@ -34,6 +35,7 @@ class SchedulerObservations:
     _jobs: dict[str, JobSources]
     _nodes: NodeSources
     _scheduler_unknown: set[str]
+    progress_format: ProgressFormatCheck
 
     def _scheduler_observations(
         self, snapshot: ClusterSnapshot, stored_jobs: Mapping[str, JobRecord]
@@ -57,6 +59,8 @@ class SchedulerObservations:
             self._nodes.jobs_run_on(job.nodes, snapshot.time)
             if job.state is JobState.RUNNING and job.nodes:
                 self.sources.set_nodes(job.job_id, job.nodes)
+            if job.state is JobState.RUNNING:
+                self.progress_format.running(job.job_id, snapshot.time)
             out.append(
                 JobStatus(
                     snapshot.time,

@@ -23,6 +23,7 @@ from trainmedic.schedulers.base import ClusterSnapshot, SchedulerAdapter
 from trainmedic.service.config.sections import Config
 from trainmedic.service.discovery import discover
 from trainmedic.service.node_sources import NodeSources
+from trainmedic.service.progress_format import ProgressFormatCheck
 from trainmedic.service.source_status import SourceBoard
 from trainmedic.sources.checkpoints import CheckpointWatcher
 from trainmedic.sources.joblog import JobLogSource
@@ -46,7 +47,14 @@ class JobSources:
         clock: Clock,
         book: OffsetBook,
     ) -> None:
-        self.logs = JobLogSource(job_id, spec.log_paths, tz=tz, clock=clock, book=book)
+        self.logs = JobLogSource(
+            job_id,
+            spec.log_paths,
+            tz=tz,
+            clock=clock,
+            book=book,
+            progress_regex=spec.progress_regex,
+        )
         self.checkpoints = (
             CheckpointWatcher(job_id, spec.checkpoint_dir, clock=clock)
             if spec.checkpoint_dir
@@ -90,6 +98,7 @@ class WatchedJobs:
     _ended_since: dict[str, float]
     _checkpoint_iter: dict[str, int]
     _progress_written: dict[str, tuple[Progress | None, Progress | None]]
+    progress_format: ProgressFormatCheck
 
     if TYPE_CHECKING:
 
@@ -194,6 +203,7 @@ class WatchedJobs:
             sources.close()
             gone.extend(p for p in sources.logs.paths if p not in still_followed)
             self.sources.forget(job_id)
+            self.progress_format.forget(job_id)
         for path in gone:
             self._book.forget(path)
         try:

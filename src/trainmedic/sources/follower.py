@@ -9,7 +9,10 @@
   reports it once per disappearance and ``take_recovered`` once when it can be read again (a
   read error, e.g. EIO on a network file system, closes the file and counts as one);
 * a partial last line is held until its newline arrives; invalid UTF-8 is replaced; a line
-  longer than ``max_line_bytes`` is cut there (the rest of it is skipped, memory stays bounded).
+  longer than ``max_line_bytes`` is cut there (the rest of it is skipped, memory stays bounded);
+* a carriage return ends a line too (``\r\n`` stays one line end): a progress bar redrawn in
+  place (tqdm, Lightning, the HF Trainer) writes ``\r`` and no newline until it closes, so
+  each state it draws is a line, read as it is drawn; blank redraws are left out.
 
 With an ``OffsetBook`` the first open starts where the service's previous run left the file
 (or, for a file never seen, within the book's look-back window), and every line says whether
@@ -69,7 +72,8 @@ class LogFollower:
         self._line_no = 0
         self._partial = bytearray()
         self._overlong = False  # the current line exceeded max_line_bytes
-        self._discard = False  # started mid-line (from_end): drop bytes up to the next newline
+        self._discard = False  # started mid-line (from_end): drop bytes up to the next line end
+        self._after_cr = False  # the last read ended with \r: a \n first in the next ends nothing
         self._stale_pending: str | None = None
         self._recovered_pending = False
         self._missing = False
@@ -163,6 +167,7 @@ class LogFollower:
         self._overlong = False
         self._pos = 0
         self._discard = False
+        self._after_cr = False
         start = StartPoint()
         if self._book is not None and self._first_open:
             start = self._book.start(
@@ -192,6 +197,7 @@ class LogFollower:
         self._partial.clear()
         self._overlong = False
         self._discard = False
+        self._after_cr = False
 
     def _deleted(self) -> bool:
         """The open file has no name left (unlinked)."""
@@ -233,13 +239,28 @@ class LogFollower:
         """``base``: the file offset of ``chunk[0]``."""
         start = 0
         while True:
-            end = chunk.find(b"\n", start)
+            if self._after_cr:
+                if start >= len(chunk):
+                    return
+                self._after_cr = False
+                if chunk[start] == 0x0A:  # the \n of a \r\n split between two reads
+                    start += 1
+                    self._line_start = base + start
+                    continue
+            end = _line_end(chunk, start)
             piece = chunk[start:] if end < 0 else chunk[start:end]
+            after = end + 1  # where the next line starts
+            redraw = end >= 0 and chunk[end] == 0x0D  # a lone \r (not \r\n)
+            if redraw and after < len(chunk) and chunk[after] == 0x0A:
+                after += 1
+                redraw = False
+            elif redraw and after == len(chunk):
+                self._after_cr = True
             if self._discard:
                 if end < 0:
                     return
                 self._discard = False
-                start = end + 1
+                start = after
                 self._line_start = base + start
                 continue
             if not self._overlong:
@@ -251,8 +272,12 @@ class LogFollower:
                     self._partial += piece
             if end < 0:
                 return
-            self._emit(out, base + end)
-            start = end + 1
+            if redraw and not self._partial.strip():
+                self._partial.clear()  # a bar erased before its redraw: no line
+                self._overlong = False
+            else:
+                self._emit(out, base + end)
+            start = after
             self._line_start = base + start
 
     def _emit(self, out: list[FollowedLine], end: int) -> None:
@@ -274,3 +299,10 @@ class LogFollower:
         """A rotated file will get no more bytes: its unterminated last line is complete."""
         if self._partial:
             self._emit(out, self._pos)
+
+
+def _line_end(chunk: bytes, start: int) -> int:
+    """Index of the next \\n or \\r at or after ``start``; -1 when there is none."""
+    newline = chunk.find(b"\n", start)
+    carriage = chunk.find(b"\r", start, newline if newline >= 0 else len(chunk))
+    return carriage if carriage >= 0 else newline

@@ -2,6 +2,8 @@
 
 ``JobLogSource.poll()`` turns new lines into observations:
 
+* with a declared ``progress_regex`` (``logparse.declared``), a line it matches is a
+  ``Progress`` and no other line is (the known formats below are not tried);
 * a training step (the trainer's ``iter=... step_s=...``, Megatron, HF, Lightning, a
   ``key=value`` ``event=step iter=N``, plain ``step N``) becomes a ``Progress``; a line that
   only names an iteration (a resume announcement, a config echo, an error message: see
@@ -14,6 +16,9 @@
 * each line of a JSONL progress file -> ``Progress``;
 * a file that cannot be read -> one ``SourceStale`` per disappearance, and a
   ``SourceRecovered`` when it can be read again.
+
+``lines_read`` and ``progress_lines`` count what the source has seen, so the service can tell
+a job whose progress format it does not know (many lines, no progress) and say so.
 
 Progress and checkpoint observations carry both the line's own (printed) time and the time
 the line was read (``received``): liveness is judged on the latter. Zone-less printed stamps
@@ -28,7 +33,9 @@ import time
 from collections.abc import Iterable
 from datetime import tzinfo
 
+from trainmedic.core.errors import ConfigError
 from trainmedic.core.logparse.checkpoint import parse_checkpoint
+from trainmedic.core.logparse.declared import compile_progress_regex, parse_declared
 from trainmedic.core.logparse.prefix import parse_prefix
 from trainmedic.core.logparse.progress import ProgressLine, parse_progress, parse_progress_json
 from trainmedic.core.model import EvidenceSource
@@ -62,11 +69,22 @@ class JobLogSource:
         clock: Clock = time.time,
         tz: tzinfo | None = None,
         book: OffsetBook | None = None,
+        progress_regex: str = "",
     ) -> None:
         """``log_dirs``/``progress_dirs`` are scanned for new ``*.log|out|err|txt`` and
         ``*.jsonl`` files (per-rank files appear as the job starts). ``book``: resume where
-        the service left each file; lines dated before its look-back window are no evidence."""
+        the service left each file; lines dated before its look-back window are no evidence.
+        ``progress_regex`` was validated where it was declared; one that does not compile is
+        ignored here (the known formats are read)."""
         self.job_id = job_id
+        self._declared: re.Pattern[str] | None = None
+        if progress_regex:
+            try:
+                self._declared = compile_progress_regex(progress_regex)
+            except ConfigError:
+                self._declared = None
+        self.lines_read = 0
+        self.progress_lines = 0
         self._clock = clock
         self._tz = tz
         self._book = book
@@ -103,13 +121,20 @@ class JobLogSource:
         now = self._clock()
         for path, follower in self._logs.items():
             for line in follower.poll():
+                self.lines_read += 1
                 self._log_line(path, line, now, out)
             self._stale(path, follower, now, out)
         for path, follower in self._progress.items():
             for line in follower.poll():
                 self._json_line(line, now, out)
             self._stale(path, follower, now, out)
+        self.progress_lines += sum(isinstance(o, Progress) for o in out)
         return out
+
+    @property
+    def declared(self) -> bool:
+        """Whether the job declared its progress format (``progress_regex``)."""
+        return self._declared is not None
 
     def close(self) -> None:
         for follower in (*self._logs.values(), *self._progress.values()):
@@ -144,6 +169,10 @@ class JobLogSource:
             )
         elif saved is not None:
             out.append(CheckpointSaved(t, self.job_id, saved, path=_saved_path(body), received=now))
+        elif self._declared is not None:
+            declared = parse_declared(self._declared, text)
+            if declared is not None:
+                out.append(self._progress_obs(declared, t, prefix.rank, node, now))
         else:
             progress = parse_progress(body)
             if progress is not None:

@@ -97,6 +97,7 @@ def spec_to_dict(spec: JobSpec) -> dict[str, Any]:
         "partition": spec.partition,
         "user": spec.user,
         "policy": dict(spec.policy),
+        "progress_regex": spec.progress_regex,
     }
 
 
@@ -109,6 +110,7 @@ def spec_from_dict(data: Mapping[str, Any]) -> JobSpec:
         partition=str(data.get("partition", "")),
         user=str(data.get("user", "")),
         policy=dict(data.get("policy", {})),
+        progress_regex=str(data.get("progress_regex", "")),
     )
 
 

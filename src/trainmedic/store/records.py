@@ -78,6 +78,8 @@ class JobSpec:
     partition: str = ""
     user: str = ""
     policy: dict[str, Any] = field(default_factory=dict)
+    progress_regex: str = ""
+    """The job's own progress format (``core.logparse.declared``); "" = the known formats."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -111,7 +111,9 @@ class JobDetectorState:
             self._observe_source(obs)
 
     def _observe_source(self, obs: SourceStale | SourceRecovered) -> None:
-        if not (obs.source == "scheduler" or obs.source.startswith("log:")):
+        # "progress": the service found none of the job's lines to be progress (an unknown
+        # format): its silence cannot be judged, so it is never called hung (crashes still are).
+        if not (obs.source in ("scheduler", "progress") or obs.source.startswith("log:")):
             return  # checkpoints, telemetry: not what tells whether the job is alive
         if isinstance(obs, SourceStale):
             self.unknown_sources[obs.source] = obs.detail

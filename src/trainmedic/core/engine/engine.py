@@ -147,6 +147,8 @@ class Engine:
                 track.stale_log() or track.read_again(obs)
             ):
                 return  # the lost attempt's last lines: not progress of the new one
+            if isinstance(obs, Progress) and track.between_attempts():
+                return
             if isinstance(obs, Progress):
                 if track.first_progress is None:
                     track.first_progress = obs

@@ -124,6 +124,18 @@ class JobTrack:
         """The log is still showing an attempt the scheduler has already replaced."""
         return self.log_attempt is not None and self.log_attempt < self.detector.attempt
 
+    def between_attempts(self) -> bool:
+        """The scheduler shows the job requeued or pending, and its log has not announced the
+        new attempt: a progress line now is a late one of the attempt that ended (a tqdm bar
+        flushed as its process was killed), never the next attempt's. Taken as such, the next
+        attempt got no start-up grace and was called hung while it started."""
+        state = self.detector.state
+        return (
+            state is not None
+            and state is not JobState.RUNNING
+            and self.log_attempt != self.detector.attempt
+        )
+
 
 def dedupe(events: Iterable[Event]) -> tuple[Event, ...]:
     """Evidence without repeats: the line that raised an anomaly is also among the events."""

@@ -7,7 +7,9 @@ Recognised (``parse_progress`` takes the message after the line prefix):
 * Megatron: `` iteration      100/  500000 | ... | elapsed time per iteration (ms): 1234.5 |
   ... lm loss: 5.4E+00 | ... grad norm: 1.2 |``
 * tqdm bars (HF Trainer, Lightning ``Epoch 0:  45%|██ | 450/1000 [00:30<00:36, 15.0it/s,
-  loss=0.5]``, any described bar): iteration, speed, elapsed time and the bar's description
+  loss=0.5]``, any described bar): iteration, speed, elapsed time and the bar's description;
+  a Lightning bar counts the batches of its epoch, so ``Epoch E: n/T`` is step ``E x T + n``
+  (the global step its checkpoints are named by); a bar's first draw (``0/T``) is no step
 * HF Trainer log dicts (``{'loss': 2.31, 'learning_rate': 5e-05, 'epoch': 0.1}``) only when they
   carry a ``step``: without one the dict says nothing about *which* iteration it is.
 * plain ``step 100 loss 2.3``, ``Iteration 100``, ``iter 100``, ``Step 100/1000``
@@ -70,7 +72,10 @@ _MEG_FIELDS = {
 }
 # The bar's description is the text before the bar (not a leading lazy group: that made a
 # line of many "1%|" cost cubic time); the rate and postfix are read from the bracket.
-_TQDM = re.compile(r"\d{1,3}%\|[^|]*\|\s*(\d+)/(?:\d+|\?)\s*\[([\d:]{1,20})<([^\]]{0,1000})\]")
+_TQDM = re.compile(r"\d{1,3}%\|[^|]*\|\s*(\d+)/(\d+|\?)\s*\[([\d:]{1,20})<([^\]]{0,1000})\]")
+# Lightning's bar counts the batches of one epoch ("Epoch 7: 46/200"), its checkpoints the
+# global step ("epoch=7-step=1446.ckpt"): the step is epoch x batches per epoch + the count.
+_EPOCH_LABEL = re.compile(r"Epoch (\d{1,9})")
 _TQDM_RATE = re.compile(r"[^,]*,\s*" + _FLOAT + r"\s*(it/s|s/it)")
 _TQDM_LOSS = re.compile(r"\bloss=" + _FLOAT)
 _DICT = re.compile(r"\{'(?:loss|train_loss|eval_loss|grad_norm|learning_rate)'[^{}]*\}")
@@ -248,9 +253,9 @@ def _tqdm(body: str) -> ProgressLine | None:
         return None
     m = matches[-1]
     iteration = small_int(m.group(1))
-    if iteration is None:
-        return None
-    rest = m.group(3)
+    if not iteration:
+        return None  # none, too long, or a bar's first draw (0/N): no step was made yet
+    rest = m.group(4)
     rm = _TQDM_RATE.match(rest)
     step_time = None
     if rm:
@@ -265,11 +270,14 @@ def _tqdm(body: str) -> ProgressLine | None:
     lm = _TQDM_LOSS.search(rest)
     before = text[matches[-2].end() if len(matches) > 1 else 0 : m.start()]
     label = before.strip().rstrip(":").strip()
+    epoch = _EPOCH_LABEL.fullmatch(label)
+    if epoch is not None and m.group(2) != "?":
+        iteration += int(epoch.group(1)) * int(m.group(2))
     return ProgressLine(
         iteration=iteration,
         step_time=step_time,
         loss=_num(lm.group(1)) if lm else None,
-        elapsed_s=_clock(m.group(2)),
+        elapsed_s=_clock(m.group(3)),
         label=label[-80:],
     )
 

@@ -13,6 +13,8 @@ from typing import Literal
 
 from trainmedic.core.attribute.hook import HookConfig
 from trainmedic.core.detect.config import DetectorConfig
+from trainmedic.core.errors import ConfigError
+from trainmedic.core.logparse.declared import compile_progress_regex
 from trainmedic.core.policy.config import PolicyConfig, positive
 from trainmedic.sources.lines import resolve_timezone
 
@@ -149,12 +151,21 @@ class WatchConfig:
     action_jobs: tuple[str, ...] = ()
     """In action mode, act only on these jobs. With both allowlists empty, action mode
     acts on every watched job (choosing ``mode = "action"`` is the opt-in)."""
+    progress_regex: str = ""
+    """The progress lines of discovered jobs that declare none in their comment, as a regex
+    with named groups ``iter`` (required), ``loss`` and ``step_time`` (optional); "" = the
+    formats trainmedic knows (its trainer, Megatron, tqdm bars, HF log dicts with a step)."""
 
     def __post_init__(self) -> None:
         try:
             re.compile(self.name_pattern)
         except re.error as error:
             raise ValueError(f"watch.name_pattern is not a valid regex: {error}") from None
+        if self.progress_regex:
+            try:
+                compile_progress_regex(self.progress_regex, "watch.progress_regex")
+            except ConfigError as error:
+                raise ValueError(str(error)) from None
 
     def watches(self, job_id: str, *, partition: str = "", user: str = "", name: str = "") -> bool:
         if job_id in self.jobs:
