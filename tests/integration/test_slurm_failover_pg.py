@@ -213,7 +213,12 @@ def test_leader_killed_at_points_of_an_incident_recovers_it_once(
     assert done.action is Action.RESTART_EXCLUDING and done.steps_done.count("requeue") == 1
     time.sleep(3)  # more cycles of the last leader: it must not act again
     # exactly once, in Slurm's own view and in the store
-    assert slurm.job_details(job_id).attempt == details.attempt == 1, "requeued twice"
+    assert slurm.job_details(job_id).attempt == details.attempt == 1, (
+        "requeued twice; Slurm's own account of the job:\n"
+        + _slurmctld_lines(slurm_cluster, job_id)
+        + "\ntrainmedic's scontrol commands:\n"
+        + gates.commands.read_text()
+    )
     assert len(gates.issued("requeuehold", job_id)) == 1, gates.commands.read_text()
     assert len(gates.issued("release", job_id)) == 1, gates.commands.read_text()
     assert len(gates.issued("update", f"NodeName={bad}")) == 1, gates.commands.read_text()
@@ -231,6 +236,17 @@ def test_leader_killed_at_points_of_an_incident_recovers_it_once(
         lambda: (a := attempts_in_log(job.output).get(1)) and a.first_iteration is not None,
         60,
     )
+
+
+def _slurmctld_lines(cluster: SlurmCluster, job_id: str) -> str:
+    """What slurmctld logged about the job and about nodes going down (a requeue that Slurm
+    made by itself, e.g. a node that stopped answering on a loaded machine, shows here)."""
+    log = cluster.layout.slurmctld_log()
+    if not log.is_file():
+        return "(no slurmctld log)"
+    wanted = (f"JobId={job_id} ", f"JobId={job_id}.", "not responding", "DOWN", "requeue")
+    lines = log.read_text(errors="replace").splitlines()
+    return "\n".join(line for line in lines if any(w in line for w in wanted))[-6000:]
 
 
 def _state(store: Store, job_id: str) -> str:
