@@ -5,6 +5,11 @@ libraries, tools and wordings of the same mechanism), with healthy counter-cases
 NCCL's set-up read by phase: a log that holds only the library's opening lines (version,
 environment, the interface it picked) is an excerpt of a start, not a wait inside set-up; a
 communicator that was torn down cleanly or carried a benchmark's rows was set up.
+
+The scheduler's own machinery: a prolog/epilog that failed (the node drained, the allocation
+revoked or requeued held), a launch credential a node rejects, the batch script missing from
+slurmd's spool, a job not granted its Slingshot network access (VNI / CXI key), which makes
+libfabric's domain open answer "not implemented".
 """
 
 from __future__ import annotations
@@ -23,7 +28,78 @@ def _verdict(tmp_path: Path, text: str) -> Verdict:
     return analyze_path(path).verdict
 
 
+FAILURES: dict[str, tuple[str, Category]] = {
+    "sbatch_epilog_failed_node_drained": (
+        "slurmd[gpu-b03]: error: [job 5511] epilog failed status=1:0\n"
+        "NodeName=gpu-b03 State=IDLE+DRAIN Reason=Epilog error\n",
+        Category.SCHEDULER,
+    ),
+    "srun_prolog_failed_wording": (
+        "srun: error: Unable to create step for job 902: Prolog failure\n"
+        "srun: error: Job allocation 902 has been revoked\n",
+        Category.SCHEDULER,
+    ),
+    "squeue_launch_failed_held": (
+        "  JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n"
+        "  31337       gpu    llama    alice PD       0:00      4 (launch failed requeued held)\n",
+        Category.SCHEDULER,
+    ),
+    "munge_rewound_credential": (
+        "[2024-02-02T08:00:01.000] error: Munge decode failed: Rewound credential\n"
+        "[2024-02-02T08:00:01.000] error: slurm_unpack_received_msg: Protocol authentication "
+        "error\n",
+        Category.SCHEDULER,
+    ),
+    "invalid_job_credential": (
+        "slurmstepd: error: Invalid job credential from 10.0.0.4: Job credential revoked\n",
+        Category.SCHEDULER,
+    ),
+    "spool_script_permission_denied": (
+        "slurmstepd: error: execve(): /var/spool/slurmd/job4242/slurm_script: Permission "
+        "denied\n",
+        Category.SCHEDULER,
+    ),
+    "mpich_no_cxi_service": (
+        "MPICH ERROR: No matching CXI service found for this job\n"
+        "Abort(1) on node 0: Fatal error in PMPI_Init\n",
+        Category.SCHEDULER,
+    ),
+    "mpich_ofi_domain_enosys": (
+        "Abort(1091215) on node 0 (rank 0 in comm 0): Fatal error in PMPI_Init: Other MPI "
+        "error, error stack: OFI call domain failed (ofi_init.c:812:Function not implemented)\n",
+        Category.SCHEDULER,
+    ),
+    "ofi_domain_no_such_device_is_not_the_scheduler": (
+        "NCCL WARN NET/OFI fi_domain failed: No such device (-19)\n",
+        Category.SYSTEM_SOFTWARE,
+    ),
+    "user_program_missing_stays_the_platform": (
+        "slurmstepd: error: execve(): torchrun: No such file or directory\n"
+        "srun: error: gpu-4: task 0: Exited with exit code 2\n",
+        Category.SYSTEM_SOFTWARE,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAILURES))
+def test_mechanism_names_its_category(tmp_path: Path, name: str) -> None:
+    text, category = FAILURES[name]
+    verdict = _verdict(tmp_path, text)
+    assert verdict.failure, name
+    assert verdict.category is category, verdict.basis
+
+
 HEALTHY: dict[str, str] = {
+    "slurm_prolog_configured_and_ran": (
+        "[2024-03-01T10:00:00.100] debug:  [job 77] attempting to run prolog "
+        "[/etc/slurm/prolog.sh]\n"
+        "[2024-03-01T10:00:00.400] debug:  completed prolog for job 77\n"
+    ),
+    "libfabric_cxi_service_in_use": (
+        "libfabric:4411:1700000000::cxi:core:cxip_gen_auth_key():310<info> using CXI service 1 "
+        "with VNI 10\n"
+        "NET/OFI Selected provider is cxi, fabric is cxi (found 4 nics)\n"
+    ),
     "rccl_opening_lines_only": (
         "node-a:1201:1201 [0] NCCL INFO RCCL version 2.18.3+hip6.0\n"
         "node-a:1201:1201 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to ens1\n"
