@@ -55,8 +55,7 @@ FAILURES: dict[str, tuple[str, Category]] = {
         Category.SCHEDULER,
     ),
     "spool_script_permission_denied": (
-        "slurmstepd: error: execve(): /var/spool/slurmd/job4242/slurm_script: Permission "
-        "denied\n",
+        "slurmstepd: error: execve(): /var/spool/slurmd/job4242/slurm_script: Permission denied\n",
         Category.SCHEDULER,
     ),
     "mpich_no_cxi_service": (
