@@ -72,6 +72,17 @@ FAILURES: dict[str, tuple[str, Category]] = {
         "NCCL WARN NET/OFI fi_domain failed: No such device (-19)\n",
         Category.SYSTEM_SOFTWARE,
     ),
+    "gloo_socket_family_unsupported": (
+        "terminate called after throwing an instance of 'gloo::IoException'\n"
+        "  what():  [gloo/transport/tcp/device.cc:83] EAFNOSUPPORT creating socket\n",
+        Category.SYSTEM_SOFTWARE,
+    ),
+    "python_errno_97": (
+        '  File "/usr/lib/python3.11/socket.py", line 232, in __init__\n'
+        "    _socket.socket.__init__(self, family, type, proto, fileno)\n"
+        "OSError: [Errno 97] Address family not supported by protocol\n",
+        Category.SYSTEM_SOFTWARE,
+    ),
     "user_program_missing_stays_the_platform": (
         "slurmstepd: error: execve(): torchrun: No such file or directory\n"
         "srun: error: gpu-4: task 0: Exited with exit code 2\n",
@@ -93,6 +104,12 @@ HEALTHY: dict[str, str] = {
         "[2024-03-01T10:00:00.100] debug:  [job 77] attempting to run prolog "
         "[/etc/slurm/prolog.sh]\n"
         "[2024-03-01T10:00:00.400] debug:  completed prolog for job 77\n"
+    ),
+    "c10d_ipv6_lookup_warning_then_training": (
+        "[W socket.cpp:601] [c10d] The IPv6 network addresses of (node1, 29500) cannot be "
+        "retrieved (gai error: -9 - Address family for hostname not supported).\n"
+        "epoch 0 step 10 loss 2.31\n"
+        "epoch 0 step 20 loss 2.05\n"
     ),
     "libfabric_cxi_service_in_use": (
         "libfabric:4411:1700000000::cxi:core:cxip_gen_auth_key():310<info> using CXI service 1 "
