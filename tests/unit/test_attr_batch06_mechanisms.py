@@ -10,6 +10,10 @@ The scheduler's own machinery: a prolog/epilog that failed (the node drained, th
 revoked or requeued held), a launch credential a node rejects, the batch script missing from
 slurmd's spool, a job not granted its Slingshot network access (VNI / CXI key), which makes
 libfabric's domain open answer "not implemented".
+
+Also: a host network stack without the address family asked for; a chassis fan faulted or out
+of its RPM tolerance (the node); an object store throttling requests (storage); Horovod's stall
+inspector naming the ranks that never submitted a collective (the job's code).
 """
 
 from __future__ import annotations
@@ -83,6 +87,38 @@ FAILURES: dict[str, tuple[str, Category]] = {
         "OSError: [Errno 97] Address family not supported by protocol\n",
         Category.SYSTEM_SOFTWARE,
     ),
+    "bmc_fan_failure": (
+        "Jan 03 10:00:00 node7 bmc: FAN3 FAILURE detected by system monitor\n"
+        "Jan 03 10:00:05 node7 bmc: CPU1 temperature upper critical going high\n",
+        Category.NODE_HARDWARE,
+    ),
+    "fan_module_fault_detected": (
+        "Chassis: Fan Module 2 Fault detected, speed below lower critical threshold\n",
+        Category.NODE_HARDWARE,
+    ),
+    "gcs_rate_limit": (
+        "google.api_core.exceptions.TooManyRequests: 429 GET https://storage.googleapis.com/"
+        "storage/v1/b/data/o/shard-0001: rateLimitExceeded\n",
+        Category.STORAGE,
+    ),
+    "botocore_slowdown": (
+        "botocore.exceptions.ClientError: An error occurred (SlowDown) when calling the "
+        "GetObject operation (reached max retries: 4): Please reduce your request rate.\n",
+        Category.STORAGE,
+    ),
+    "azure_server_busy": (
+        "azure.core.exceptions.HttpResponseError: (ServerBusy) Operations per second is over "
+        "the account limit.\n",
+        Category.STORAGE,
+    ),
+    "horovod_torch_missing_ranks": (
+        "[2024-05-01 12:00:00.000000: W /tmp/horovod/common/stall_inspector.cc:107] One or "
+        "more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks "
+        "and are waiting for remainder of ranks for more than 60 seconds.\n"
+        "Missing ranks:\n"
+        "allreduce.module.fc.weight [missing ranks: 1, 3]\n",
+        Category.APPLICATION,
+    ),
     "user_program_missing_stays_the_platform": (
         "slurmstepd: error: execve(): torchrun: No such file or directory\n"
         "srun: error: gpu-4: task 0: Exited with exit code 2\n",
@@ -110,6 +146,15 @@ HEALTHY: dict[str, str] = {
         "retrieved (gai error: -9 - Address family for hostname not supported).\n"
         "epoch 0 step 10 loss 2.31\n"
         "epoch 0 step 20 loss 2.05\n"
+    ),
+    "fan_fault_cleared_and_sensor_rows": (
+        "2023-01-01 10:00:00; ENC_MGT; env_control; 02; Fan 1 Fault OFF\n"
+        "Fan tacho 1 is now: OK\n"
+        "FAN1             | 5400 RPM          | ok\n"
+    ),
+    "horovod_normal_progress": (
+        "[1,0]<stdout>:Train Epoch: 1 [0/60000 (0%)]\tLoss: 2.3\n"
+        "[1,0]<stdout>:Train Epoch: 1 [640/60000 (1%)]\tLoss: 1.9\n"
     ),
     "libfabric_cxi_service_in_use": (
         "libfabric:4411:1700000000::cxi:core:cxip_gen_auth_key():310<info> using CXI service 1 "
