@@ -13,7 +13,9 @@ libfabric's domain open answer "not implemented".
 
 Also: a host network stack without the address family asked for; a chassis fan faulted or out
 of its RPM tolerance (the node); an object store throttling requests (storage); Horovod's stall
-inspector naming the ranks that never submitted a collective (the job's code).
+inspector naming the ranks that never submitted a collective (the job's code); an
+accelerator's fatal hardware-error events (amdgpu ACA / uncorrectable interrupts, a TPU's
+fatal chip interrupt).
 """
 
 from __future__ import annotations
@@ -119,6 +121,17 @@ FAILURES: dict[str, tuple[str, Category]] = {
         "allreduce.module.fc.weight [missing ranks: 1, 3]\n",
         Category.APPLICATION,
     ),
+    "amdgpu_aca_records": (
+        "[  101.200001] amdgpu 0000:05:00.0: {2}[Hardware Error]: Accelerator Check "
+        "Architecture events logged\n"
+        "[  101.200010] amdgpu 0000:05:00.0: {2}[Hardware Error]: aca entry[00].STATUS=0x1\n",
+        Category.GPU_HARDWARE,
+    ),
+    "tpu_fatal_interrupt": (
+        "E0101 00:00:00.000000  1201 error_handler.cc:100] Received Error Interrupt! fatal: "
+        "true, running_timer: 0x1f\n",
+        Category.GPU_HARDWARE,
+    ),
     "user_program_missing_stays_the_platform": (
         "slurmstepd: error: execve(): torchrun: No such file or directory\n"
         "srun: error: gpu-4: task 0: Exited with exit code 2\n",
@@ -155,6 +168,10 @@ HEALTHY: dict[str, str] = {
     "horovod_normal_progress": (
         "[1,0]<stdout>:Train Epoch: 1 [0/60000 (0%)]\tLoss: 2.3\n"
         "[1,0]<stdout>:Train Epoch: 1 [640/60000 (1%)]\tLoss: 1.9\n"
+    ),
+    "amdgpu_correctable_errors_only": (
+        "[  55.1] amdgpu 0000:c1:00.0: amdgpu: 1 correctable hardware errors detected in umc "
+        "block\n"
     ),
     "libfabric_cxi_service_in_use": (
         "libfabric:4411:1700000000::cxi:core:cxip_gen_auth_key():310<info> using CXI service 1 "

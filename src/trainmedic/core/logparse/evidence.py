@@ -101,6 +101,9 @@ _NOT_FAILURE = re.compile(
     # a port counter at zero (perfquery "SymbolErrorCounter:....0"), a BMC record's recovery
     r"|(?-i:\b[A-Z]\w*(?:Error|Errors|Counter|Discards)\w*)(?::\.{2,}\s*|\s*==\s*)0\b(?![.,]\d)"
     r"|\|\s*Deasserted\s*$"
+    # a count of errors the hardware corrected itself (a stream of them is read elsewhere)
+    r"|(?<![Uu]n)(?<![Nn]on-)\bcorrect(?:able|ed) (?:hardware |memory |ECC )?errors?"
+    r" (?:detected|count)"
 )
 # Traceback frames, C++ frames, rich panels, and "#" comment lines (benchmark table headers
 # such as nccl-tests' "... busbw  error" column row).
