@@ -132,6 +132,12 @@ FAILURES: dict[str, tuple[str, Category]] = {
         "true, running_timer: 0x1f\n",
         Category.GPU_HARDWARE,
     ),
+    "loss_scale_floor_in_decimal": (
+        "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 0.0004\n"
+        "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 0.0002\n"
+        "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 0.0001\n",
+        Category.APPLICATION,
+    ),
     "user_program_missing_stays_the_platform": (
         "slurmstepd: error: execve(): torchrun: No such file or directory\n"
         "srun: error: gpu-4: task 0: Exited with exit code 2\n",
@@ -168,6 +174,11 @@ HEALTHY: dict[str, str] = {
     "horovod_normal_progress": (
         "[1,0]<stdout>:Train Epoch: 1 [0/60000 (0%)]\tLoss: 2.3\n"
         "[1,0]<stdout>:Train Epoch: 1 [640/60000 (1%)]\tLoss: 1.9\n"
+    ),
+    "loss_scale_adjusting_early": (
+        "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0\n"
+        "| WARNING: overflow detected, setting loss scale to: 0.0625\n"
+        "epoch 1 step 100 loss 3.2\n"
     ),
     "amdgpu_correctable_errors_only": (
         "[  55.1] amdgpu 0000:c1:00.0: amdgpu: 1 correctable hardware errors detected in umc "
