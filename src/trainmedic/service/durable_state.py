@@ -14,7 +14,7 @@ from trainmedic.core.observations import CheckpointSaved, Observation, Progress
 from trainmedic.schedulers.base import ClusterSnapshot
 from trainmedic.service.decisions import Decision, DecisionRecorder
 from trainmedic.sources.offsets import OffsetBook
-from trainmedic.store import CheckpointSeen, Store
+from trainmedic.store import CheckpointSeen, NotFound, Store
 
 if TYPE_CHECKING:
     from trainmedic.service.watched_jobs import JobSources
@@ -32,6 +32,7 @@ class DurableState:
     _jobs: dict[str, JobSources]
     _book: OffsetBook
     _unstored: list[Finding]
+    _ended_due: dict[str, tuple[str, int]]  # job -> (terminal state, attempt) not yet stored
     _checkpoint_iter: dict[str, int]
     _progress_written: dict[str, tuple[Progress | None, Progress | None]]
 
@@ -56,10 +57,31 @@ class DurableState:
                 self._unstored.append(finding)
         return decisions
 
+    def _findings_stored(self) -> bool:
+        """No finding settles or waits to be stored: what the findings so far rest on may be
+        stored as consumed. Until then a restart (or the next leader) must meet it again."""
+        return not self._unstored and not self.engine.settling
+
+    def _save_ended_states(self) -> None:
+        """Store the jobs the scheduler showed ended (held back by ``_scheduler_observations``
+        until now): a service that starts, or takes the lead, lets a job stored as ended go
+        unwatched, so its ending is stored only once the finding it led to is."""
+        if not self._findings_stored():
+            return
+        for job_id, (state, attempt) in list(self._ended_due.items()):
+            try:
+                self.store.update_job_progress(job_id, state=state, attempt=attempt)
+            except NotFound:
+                pass  # no such job stored: nothing to mark
+            except StoreError as exc:
+                log.warning("job %s: ended state not stored (tried again): %s", job_id, exc)
+                return
+            del self._ended_due[job_id]
+
     def _save_offsets(self) -> None:
         """Store how far each log was read. Not while a finding settles or waits to be
         stored: a restart must read its lines again."""
-        if self._unstored or self.engine.settling:
+        if not self._findings_stored():
             return
         due = self._book.due()
         try:
