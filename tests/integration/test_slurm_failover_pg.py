@@ -264,7 +264,20 @@ def _slurmctld_lines(cluster: SlurmCluster, job_id: str) -> str:
         return "(no slurmctld log)"
     wanted = (f"JobId={job_id} ", f"JobId={job_id}.", "not responding", "DOWN", "requeue")
     lines = log.read_text(errors="replace").splitlines()
-    return "\n".join(line for line in lines if any(w in line for w in wanted))[-6000:]
+    told = "\n".join(line for line in lines if any(w in line for w in wanted))[-6000:]
+    # Slurm's job-completion records: one per attempt that ended or was requeued, in the
+    # state it was in then (who requeued it: the scontrol log says what the services did).
+    comp = cluster.layout.jobcomp_path
+    ends = comp.read_text(errors="replace").splitlines() if comp.is_file() else []
+    ended = [" ".join(w for w in e.split() if w.split("=")[0] in _COMP_FIELDS) for e in ends]
+    return (
+        told
+        + "\njob completion records:\n"
+        + "\n".join(e for e in ended if e.startswith(f"JobId={job_id} "))
+    )
+
+
+_COMP_FIELDS = ("JobId", "JobState", "StartTime", "EndTime", "NodeList", "ExitCode")
 
 
 def _state(store: Store, job_id: str) -> str:

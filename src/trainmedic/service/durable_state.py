@@ -1,6 +1,11 @@
 """What the service stores each cycle so that a restart loses nothing and repeats nothing:
 decisions (a finding the store refused is tried again next cycle), how far each log was read,
-and each job's progress and checkpoints (for the goodput accounting and the restart advice).
+each job's progress and checkpoints (for the goodput accounting and the restart advice), and
+that a job ended.
+
+What a finding rests on is stored as consumed (a log's offset, a job's ended state) only
+once no finding settles or waits to be stored: a service killed in between (or a standby
+taking the lead) meets the evidence again and makes the finding itself.
 """
 
 from __future__ import annotations
