@@ -70,10 +70,12 @@ class DurableState:
     def _save_ended_states(self) -> None:
         """Store the jobs the scheduler showed ended (held back by ``_scheduler_observations``
         until now): a service that starts, or takes the lead, lets a job stored as ended go
-        unwatched, so its ending is stored only once the finding it led to is."""
-        if not self._findings_stored():
-            return
+        unwatched, so its ending is stored only once the finding it led to is (one job's
+        settling finding holds back its own ending, not another job's)."""
+        waiting = {f.job_id for f in self._unstored}
         for job_id, (state, attempt) in list(self._ended_due.items()):
+            if job_id in waiting or self.engine.settles(job_id):
+                continue
             try:
                 self.store.update_job_progress(job_id, state=state, attempt=attempt)
             except NotFound:
