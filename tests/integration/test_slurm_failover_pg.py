@@ -204,7 +204,7 @@ def test_leader_killed_at_points_of_an_incident_recovers_it_once(
     for point in points:
         wait_reached(gates, point, 120)
         (leader,) = services.leading()  # never two acting at once
-        seen.append(f"{point}: killed serve {leader} ({_state(store, job_id)})")
+        seen.append(f"{point}: killed serve {leader} ({_state(store, job_id, slurm)})")
         kill9(services.procs[leader])
         gates.open(point)
         services.start()  # the next standby
@@ -275,12 +275,18 @@ def _slurmctld_lines(cluster: SlurmCluster, job_id: str) -> str:
 _COMP_FIELDS = ("JobId", "JobState", "StartTime", "EndTime", "NodeList", "ExitCode")
 
 
-def _state(store: Store, job_id: str) -> str:
-    """What the store holds of the incident at the kill (committed rows only)."""
+def _state(store: Store, job_id: str, slurm: SlurmScheduler) -> str:
+    """What the store holds of the incident at the kill (committed rows only), and the job's
+    state as stored and as Slurm has it (a kill at "detect" comes before or after the job
+    ended: both must end in one recovery)."""
     incidents = [i for i in store.list_incidents(job_id) if i.kind is not Kind.STRAGGLER]
     advice = store.list_advice(job_id)
-    return f"{len(incidents)} incident(s), advice " + (
-        ", ".join(f"{a.status.value} {list(a.steps_done)}" for a in advice) or "none"
+    job = store.get_job(job_id)
+    stored = job.state if job is not None else "?"
+    return (
+        f"job {stored} (Slurm: {slurm.job_details(job_id).state.value}), "
+        f"{len(incidents)} incident(s), advice "
+        + (", ".join(f"{a.status.value} {list(a.steps_done)}" for a in advice) or "none")
     )
 
 
