@@ -7,7 +7,8 @@ requeue in Slurm's own view, nothing left claimed, held or open.
 
 The points are split between two incidents (one per test) by a seeded random draw: every
 point is exercised in every run, in a combination the seed decides. The seed is printed;
-``TRAINMEDIC_FAILOVER_SEED=<seed>`` repeats a run.
+``TRAINMEDIC_FAILOVER_SEED=<seed>`` repeats a run; ``TRAINMEDIC_FAILOVER_CHAIN=detect,hold``
+forces the first incident's points (the second gets the rest).
 """
 
 from __future__ import annotations
@@ -48,10 +49,18 @@ from trainmedic.store import AdviceStatus, Store
 pytestmark = [pytest.mark.slow, pytest.mark.slurm, pytest.mark.timeout(600)]
 
 SEED = int(os.environ.get("TRAINMEDIC_FAILOVER_SEED") or random.SystemRandom().randrange(10**6))
+# A chain to repeat as is, e.g. "detect,hold": the first incident's points (the second gets
+# the others), to reproduce one failure cheaply (run only ``[0]``); it overrides the seed.
+FORCED = os.environ.get("TRAINMEDIC_FAILOVER_CHAIN", "")
 
 
-def _chains(seed: int) -> tuple[list[str], list[str]]:
+def _chains(seed: int, forced: str = "") -> tuple[list[str], list[str]]:
     """Every point in one of two incidents, each list in incident order, neither empty."""
+    if forced:
+        wanted = {p.strip() for p in forced.split(",")}
+        assert wanted <= set(POINTS), f"TRAINMEDIC_FAILOVER_CHAIN: unknown {wanted - set(POINTS)}"
+        first = [n for n in POINTS if n in wanted]
+        return first, [n for n in POINTS if n not in wanted]
     rng = random.Random(seed)
     names = list(POINTS)
     while True:
@@ -62,7 +71,7 @@ def _chains(seed: int) -> tuple[list[str], list[str]]:
     return first, [n for n in names if n not in first]
 
 
-CHAINS = _chains(SEED)
+CHAINS = _chains(SEED, FORCED)
 
 
 def _detect_toml() -> str:
@@ -157,21 +166,17 @@ def lab(
         store.close()
 
 
-# Not yet reliable: three runs failed, every one on a chain that kills the leader
-# at "detect" (finding made, not stored): once Slurm showed a second requeue although one
-# requeuehold was issued, once the next leader never reached "hold" in 120 s. The cause is
-# not found yet, so a failure is reported as xfail, never counted as a pass; a pass is XPASS.
-@pytest.mark.xfail(
-    strict=False,
-    reason="fails after a kill at the 'detect' point (3 runs, one at low load): bug not found",
-)
+# A kill at "detect" (finding made, not stored) once failed this test when the old leader
+# had already stored the job as ended: the next leader let the job go unwatched and the
+# incident was lost. A job's ended state is now stored only once its findings are.
 @pytest.mark.parametrize("incident", [0, 1])
 def test_leader_killed_at_points_of_an_incident_recovers_it_once(
     lab: tuple[Services, KillGates, Store], slurm_cluster: SlurmCluster, incident: int
 ) -> None:
     services, gates, store = lab
     points = CHAINS[incident]
-    print(f"TRAINMEDIC_FAILOVER_SEED={SEED}: kill points {points} (incident {incident})")
+    how = f"TRAINMEDIC_FAILOVER_CHAIN={FORCED}" if FORCED else f"TRAINMEDIC_FAILOVER_SEED={SEED}"
+    print(f"{how}: kill points {points} (incident {incident})")
     slurm = SlurmScheduler(LocalRunner(str(slurm_cluster.conf_path)))
     services.start()
     wait("the first service leading", lambda: services.leading() == [0], 30)
@@ -199,7 +204,7 @@ def test_leader_killed_at_points_of_an_incident_recovers_it_once(
     for point in points:
         wait_reached(gates, point, 120)
         (leader,) = services.leading()  # never two acting at once
-        seen.append(f"{point}: killed serve {leader} ({_state(store, job_id)})")
+        seen.append(f"{point}: killed serve {leader} ({_state(store, job_id, slurm)})")
         kill9(services.procs[leader])
         gates.open(point)
         services.start()  # the next standby
@@ -254,15 +259,34 @@ def _slurmctld_lines(cluster: SlurmCluster, job_id: str) -> str:
         return "(no slurmctld log)"
     wanted = (f"JobId={job_id} ", f"JobId={job_id}.", "not responding", "DOWN", "requeue")
     lines = log.read_text(errors="replace").splitlines()
-    return "\n".join(line for line in lines if any(w in line for w in wanted))[-6000:]
+    told = "\n".join(line for line in lines if any(w in line for w in wanted))[-6000:]
+    # Slurm's job-completion records: one per attempt that ended or was requeued, in the
+    # state it was in then (who requeued it: the scontrol log says what the services did).
+    comp = cluster.layout.jobcomp_path
+    ends = comp.read_text(errors="replace").splitlines() if comp.is_file() else []
+    ended = [" ".join(w for w in e.split() if w.split("=")[0] in _COMP_FIELDS) for e in ends]
+    return (
+        told
+        + "\njob completion records:\n"
+        + "\n".join(e for e in ended if e.startswith(f"JobId={job_id} "))
+    )
 
 
-def _state(store: Store, job_id: str) -> str:
-    """What the store holds of the incident at the kill (committed rows only)."""
+_COMP_FIELDS = ("JobId", "JobState", "StartTime", "EndTime", "NodeList", "ExitCode")
+
+
+def _state(store: Store, job_id: str, slurm: SlurmScheduler) -> str:
+    """What the store holds of the incident at the kill (committed rows only), and the job's
+    state as stored and as Slurm has it (a kill at "detect" comes before or after the job
+    ended: both must end in one recovery)."""
     incidents = [i for i in store.list_incidents(job_id) if i.kind is not Kind.STRAGGLER]
     advice = store.list_advice(job_id)
-    return f"{len(incidents)} incident(s), advice " + (
-        ", ".join(f"{a.status.value} {list(a.steps_done)}" for a in advice) or "none"
+    job = store.get_job(job_id)
+    stored = job.state if job is not None else "?"
+    return (
+        f"job {stored} (Slurm: {slurm.job_details(job_id).state.value}), "
+        f"{len(incidents)} incident(s), advice "
+        + (", ".join(f"{a.status.value} {list(a.steps_done)}" for a in advice) or "none")
     )
 
 

@@ -43,7 +43,9 @@ def test_kernel_xid_on_a_job_node_becomes_a_gpu_hardware_finding_after_settling(
     )
     engine.observe(kernel, t + 0.1)
     assert engine.evaluate(t + 0.2) == []  # still settling: trailing lines may follow
+    assert engine.settling and engine.settles("j") and not engine.settles("other")
     (finding,) = engine.evaluate(t + 0.7)
+    assert not engine.settling and not engine.settles("j")
     assert finding.verdict.kind is Kind.CRASH
     assert finding.verdict.category is Category.GPU_HARDWARE
     assert finding.verdict.implicated.nodes == ("n2",)

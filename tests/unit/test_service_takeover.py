@@ -9,6 +9,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from trainmedic.core.model import Action
 from trainmedic.core.states import JobState
 from trainmedic.schedulers.fake import FakeScheduler
 from trainmedic.service.config.sections import Config, ServiceConfig
@@ -58,3 +59,50 @@ def test_a_standby_taking_the_lead_reads_on_from_the_old_leaders_offsets(tmp_pat
     (attempt1,) = [x for x in store_b.list_attempts("7") if x.attempt == 1]
     assert attempt1.first_progress_at is None
     assert b.engine.progress_of("7") == (None, None)
+
+
+def test_a_failure_the_old_leader_saw_but_did_not_store_is_found_by_the_next(
+    tmp_path: Path,
+) -> None:
+    """The old leader saw the job fail and made its finding, then died before the incident
+    was stored (kill -9 at the store write): the job's ended state must not be stored before
+    the finding, or the next leader takes the job for one that ended long ago, lets it go,
+    and the incident is lost."""
+    config = Config(service=ServiceConfig(mode="action", state_dir=str(tmp_path)))
+    url = sqlite_url(str(tmp_path / "state.db"))
+    kernel = tmp_path / "node2.kern.log"
+    kernel.write_text("")
+    log = tmp_path / "job.out"
+    log.write_text("")
+    spec = JobSpec(log_paths=(str(log),), kernel_logs={"node2": str(kernel)})
+    store_a, store_b = Store(url), Store(url)
+    store_a.register_job("7", "fake", now=time.time(), spec=spec)
+    sched = FakeScheduler()
+    sched.add_job("7", ["node1", "node2"])
+    lead_a = leadership_for(store_a)
+    a = Service(config, store_a, sched, executor_id="a", leadership=lead_a)
+    b = Service(config, store_b, sched, executor_id="b", leadership=leadership_for(store_b))
+    a.cycle()
+    b.cycle()
+    _report(log, range(1, 5))
+    a.cycle()
+
+    stamp = datetime.now(UTC).isoformat()
+    with kernel.open("a") as f:
+        f.write(
+            f"{stamp} node2 kernel: NVRM: Xid (PCI:0000:5e:00): 79, pid=9244, name=python, "
+            "GPU has fallen off the bus.\n"
+        )
+    sched.set_state("7", JobState.FAILED)
+    a.cycle()  # the failure seen; its finding settles: nothing stored yet
+    assert store_a.list_incidents("7") == []
+
+    lead_a.release()  # the leader dies before its next cycle
+    b.cycle()
+    assert b.leading
+    time.sleep(0.6)  # past the engine's settle time
+    (decision,) = b.cycle().decisions
+    assert decision.finding.verdict.implicated.nodes == ("node2",)
+    assert decision.advice.action is Action.RESTART_EXCLUDING
+    # Once the incident is stored, the ended state is too.
+    assert store_b.get_job("7") is not None and store_b.get_job("7").state == "FAILED"

@@ -1,6 +1,11 @@
 """What the service stores each cycle so that a restart loses nothing and repeats nothing:
 decisions (a finding the store refused is tried again next cycle), how far each log was read,
-and each job's progress and checkpoints (for the goodput accounting and the restart advice).
+each job's progress and checkpoints (for the goodput accounting and the restart advice), and
+that a job ended.
+
+What a finding rests on is stored as consumed (a log's offset, a job's ended state) only
+once no finding settles or waits to be stored: a service killed in between (or a standby
+taking the lead) meets the evidence again and makes the finding itself.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from trainmedic.core.observations import CheckpointSaved, Observation, Progress
 from trainmedic.schedulers.base import ClusterSnapshot
 from trainmedic.service.decisions import Decision, DecisionRecorder
 from trainmedic.sources.offsets import OffsetBook
-from trainmedic.store import CheckpointSeen, Store
+from trainmedic.store import CheckpointSeen, NotFound, Store
 
 if TYPE_CHECKING:
     from trainmedic.service.watched_jobs import JobSources
@@ -32,6 +37,7 @@ class DurableState:
     _jobs: dict[str, JobSources]
     _book: OffsetBook
     _unstored: list[Finding]
+    _ended_due: dict[str, tuple[str, int]]  # job -> (terminal state, attempt) not yet stored
     _checkpoint_iter: dict[str, int]
     _progress_written: dict[str, tuple[Progress | None, Progress | None]]
 
@@ -56,10 +62,33 @@ class DurableState:
                 self._unstored.append(finding)
         return decisions
 
+    def _findings_stored(self) -> bool:
+        """No finding settles or waits to be stored: what the findings so far rest on may be
+        stored as consumed. Until then a restart (or the next leader) must meet it again."""
+        return not self._unstored and not self.engine.settling
+
+    def _save_ended_states(self) -> None:
+        """Store the jobs the scheduler showed ended (held back by ``_scheduler_observations``
+        until now): a service that starts, or takes the lead, lets a job stored as ended go
+        unwatched, so its ending is stored only once the finding it led to is (one job's
+        settling finding holds back its own ending, not another job's)."""
+        waiting = {f.job_id for f in self._unstored}
+        for job_id, (state, attempt) in list(self._ended_due.items()):
+            if job_id in waiting or self.engine.settles(job_id):
+                continue
+            try:
+                self.store.update_job_progress(job_id, state=state, attempt=attempt)
+            except NotFound:
+                pass  # no such job stored: nothing to mark
+            except StoreError as exc:
+                log.warning("job %s: ended state not stored (tried again): %s", job_id, exc)
+                return
+            del self._ended_due[job_id]
+
     def _save_offsets(self) -> None:
         """Store how far each log was read. Not while a finding settles or waits to be
         stored: a restart must read its lines again."""
-        if self._unstored or self.engine.settling:
+        if not self._findings_stored():
             return
         due = self._book.due()
         try:

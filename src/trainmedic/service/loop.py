@@ -135,6 +135,7 @@ class Service(WatchedJobs, DurableState, SchedulerObservations):
             clock=self.clock,
             book=self._book,
         )
+        self._ended_due: dict[str, tuple[str, int]] = {}  # see _save_ended_states
         self._checkpoint_iter: dict[str, int] = {}  # job -> newest saved checkpoint iteration
         # Per job, the (first, latest) progress of the current attempt already stored.
         self._progress_written: dict[str, tuple[Progress | None, Progress | None]] = {}
@@ -180,6 +181,7 @@ class Service(WatchedJobs, DurableState, SchedulerObservations):
             self._retire_ended(snapshot, now)
             if self.notifier is not None:
                 self.notifier.cycle(result.decisions, result.executed, now)
+            self._save_ended_states()
             self._save_offsets()
             return result
 

@@ -35,6 +35,7 @@ class SchedulerObservations:
     _jobs: dict[str, JobSources]
     _nodes: NodeSources
     _scheduler_unknown: set[str]
+    _ended_due: dict[str, tuple[str, int]]
     progress_format: ProgressFormatCheck
 
     def _scheduler_observations(
@@ -77,9 +78,15 @@ class SchedulerObservations:
             # are recorded once it runs.
             if stored is None or stored.state != job.state.value or stored.attempt != job.attempt:
                 self._end_attempt(stored, job.state, job.attempt, snapshot.time)
-                self.store.update_job_progress(
-                    job.job_id, state=job.state.value, attempt=job.attempt
-                )
+                if job.state.is_terminal():
+                    # Stored once the findings it leads to are (durable_state): a job stored
+                    # as ended is let go by the next leader, its finding with it.
+                    self._ended_due[job.job_id] = (job.state.value, job.attempt)
+                else:
+                    self._ended_due.pop(job.job_id, None)
+                    self.store.update_job_progress(
+                        job.job_id, state=job.state.value, attempt=job.attempt
+                    )
                 if job.nodes and job.state is JobState.RUNNING:
                     self.store.record_attempt_start(
                         job.job_id, job.attempt, started_at=snapshot.time, nodes=job.nodes

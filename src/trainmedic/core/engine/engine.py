@@ -116,6 +116,11 @@ class Engine:
         part of a finding (a service must not record them as read for good)."""
         return any(track.pending for track in self._jobs.values())
 
+    def settles(self, job_id: str) -> bool:
+        """``settling``, for one job."""
+        track = self._jobs.get(job_id)
+        return track is not None and bool(track.pending)
+
     def detector(self, job_id: str) -> JobDetectorState:
         return self._jobs[job_id].detector
 
