@@ -41,6 +41,8 @@ _WORDS = re.compile(
     r"|[Cc]ritical|CRITICAL|[Cc]orrupt|\b[Ll]ost\b|\b(?:[Dd]own|DOWN)\b|[Ss]tuck|\b[Hh]ung\b"
     r"|[Hh]anging|[Nn]o space left|[Qq]uota|[Ii]/O error"
     r"|[Uu]ncorrectable|UNCORRECTABLE|[Uu]nrecoverable|[Rr]edundancy [Ll]ost"
+    r"|[Oo]ver[- ]?[Tt]emperature|OVERTEMP|[Tt]hermal [Tt]rip|[Uu]pper [Cc]ritical"
+    r"|[Uu]pper [Nn]on-[Rr]ecoverable|[Ss]ensor (?:degraded|failed|failure)"
 )
 # The same words lower-cased, as a trie: the fast gate on every new line shape (a superset).
 FAST_WORDS = (
@@ -52,7 +54,8 @@ FAST_WORDS = (
     "cannot ", "can't ", "unable to", "invalid", "illegal", "mismatch", "crash", "died", "dead",
     "terminat", "oom", "out of memory", "unhealthy", "notready", "critical", "corrupt", "lost",
     "down", "stuck", "hanging", "no space left", "quota", "i/o error",
-    "uncorrectable", "unrecoverable", "redundancy lost",
+    "uncorrectable", "unrecoverable", "redundancy lost", "overtemp", "over temp", "over-temp",
+    "thermal trip", "upper critical", "upper non-recoverable", "sensor degraded",
 )  # fmt: skip
 _FAST = re.compile(trie_pattern(FAST_WORDS).encode())
 # A level word at the start of the message, or a glog/absl "W...  file.cc:12]" stamp.
@@ -72,7 +75,10 @@ _QUIET_PREFIX = re.compile(
 )
 _NOT_FAILURE = re.compile(
     r"(?i)\b(?:no|0|zero|without|ignor\w*|suppress\w*)\s+(?:errors?|failures?|exceptions?)\b"
-    r"|\b(?:no|0) (?:\w+ )?(?:failed|failing|errored)\b"
+    # ("Node 0 Failed", "GPU 0 failed" name a part by its number: not a count)
+    r"|(?<!node )(?<!gpu )(?<!cpu )(?<!disk )(?<!drive )(?<!port )(?<!link )(?<!rank )"
+    r"(?<!task )(?<!slot )(?<!fan )(?<!psu )(?<!dimm )(?<!device )(?<!worker )(?<!replica )"
+    r"(?<!controller )\b(?:no|0) (?:\w+ )?(?:failed|failing|errored)\b"
     r"|\b(?:errors?|failures?|failed|fails|nan iterations|skipped iterations)\s*[:=]\s*0\b"
     # success summaries: a zero or empty error field ("failed": 0, "raw_error": null,
     # error_code=0), a zero exit status, a state that says the work succeeded

@@ -20,7 +20,7 @@ import copy
 import re
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from trainmedic.core.logparse.attempts import AttemptSplitter, announcing_rank, is_restart_line
 from trainmedic.core.logparse.collect import Collector, ScanLimits
@@ -297,6 +297,13 @@ class LineScanner:
         self._prev = text
         return tuple(out.events[found:]) if len(out.events) != found else ()
 
+    def _timeline_now(self) -> Timeline:
+        timeline = self._timeline.timeline(self.line_no, self.path)
+        cut = self._tracebacks.open_unit()
+        if cut is None:
+            return timeline
+        return replace(timeline, cut_traceback_line=cut[0], cut_traceback=cut[1])
+
     def result(self) -> FileScan:
         """What the current attempt's lines say so far (the scanner can go on)."""
         out = self.out
@@ -321,7 +328,7 @@ class LineScanner:
             year=self.year,
             evidence=self._evidence.lines(total),
             evidence_count=self._evidence.count,
-            timeline=self._timeline.timeline(self.line_no, self.path),
+            timeline=self._timeline_now(),
             collectives=self._collectives.trace(),
             attempt_line=self.attempt_line,
             attempt_started=self.attempt_started,

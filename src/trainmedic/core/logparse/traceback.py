@@ -85,6 +85,13 @@ class TracebackTracker:
             self.active = False
         return None
 
+    def open_unit(self) -> tuple[int, tuple[str, ...]] | None:
+        """The traceback being read (its first line and frames so far), if one is open: at the
+        end of a file, a traceback its excerpt cut before the exception line."""
+        if self._start is None:
+            return None
+        return self._start, tuple(self._frames)
+
     def _add(self, text: str) -> None:
         if len(self._frames) < _MAX_FRAMES:
             self._frames.append(text[:300])
