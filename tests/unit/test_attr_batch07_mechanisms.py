@@ -182,7 +182,9 @@ HEALTHY: dict[str, str] = {
         "<<Starting on gpu-a07>>\n" + "".join(f"iter {i} loss 1.{i:02d}\n" for i in range(25))
     ),
     "zero_failed_summary": "Ran 12 checks: 12 passed, 0 failed\n",
-    "sensor_readings_ok": "CPU1 Temp        | 45 degrees C      | ok\nInlet Temp | 22 degrees C | ok\n",
+    "sensor_readings_ok": (
+        "CPU1 Temp        | 45 degrees C      | ok\nInlet Temp | 22 degrees C | ok\n"
+    ),
     "nmi_watchdog_enabled": "NMI watchdog: Enabled. Permanently consumes one hw-PMU counter.\n",
     "storage_client_info": (
         "botocore.credentials - INFO - Found credentials in environment variables.\n"
