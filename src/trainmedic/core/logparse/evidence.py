@@ -43,6 +43,8 @@ _WORDS = re.compile(
     r"|[Uu]ncorrectable|UNCORRECTABLE|[Uu]nrecoverable|[Rr]edundancy [Ll]ost"
     r"|[Oo]ver[- ]?[Tt]emperature|OVERTEMP|[Tt]hermal [Tt]rip|[Uu]pper [Cc]ritical"
     r"|[Uu]pper [Nn]on-[Rr]ecoverable|[Ss]ensor (?:degraded|failed|failure)"
+    r"|[Ee]xpelled|[Ll]ease (?:has )?expired|[Rr]eset is required|[Nn]eeds? (?:a )?reset"
+    r"|\b[Jj]ob <?\d[\w.\[\]>]* (?:was )?deleted\b|[Aa]llocation (?:has )?expired"
 )
 # The same words lower-cased, as a trie: the fast gate on every new line shape (a superset).
 FAST_WORDS = (
@@ -55,7 +57,9 @@ FAST_WORDS = (
     "terminat", "oom", "out of memory", "unhealthy", "notready", "critical", "corrupt", "lost",
     "down", "stuck", "hanging", "no space left", "quota", "i/o error",
     "uncorrectable", "unrecoverable", "redundancy lost", "overtemp", "over temp", "over-temp",
-    "thermal trip", "upper critical", "upper non-recoverable", "sensor degraded",
+    "thermal trip", "upper critical", "upper non-recoverable", "sensor degraded", "expelled",
+    "lease expired", "lease has expired", "reset is required", "need reset", "needs reset",
+    "need a reset", "needs a reset", "deleted", "allocation expired", "allocation has expired",
 )  # fmt: skip
 _FAST = re.compile(trie_pattern(FAST_WORDS).encode())
 # A level word at the start of the message, or a glog/absl "W...  file.cc:12]" stamp.

@@ -1,0 +1,117 @@
+"""Mechanisms the catalogue knew in one vendor's or tool's words, read in the others' (the
+classes of batch01-07's misses, probed with lines of stacks no batch showed yet), with healthy
+counter-cases that must stay "no failure".
+
+* an accelerator's uncorrectable memory error from ROCm/HIP and Gaudi (HBM "DERR"), a failed
+  device diagnostic (DCGM's diag table, vendor qualification tools): the device;
+* XLA's TPU out-of-memory wording ("ran out of memory in memory space hbm"): the job's memory,
+  not the device's HBM failing;
+* Lustre's network layer (LNet), BeeGFS's client, GPFS's disk lease expelling a node, the AWS
+  transfer manager giving up: storage;
+* an accelerator driver that cannot load its firmware, MPI that fails in ``MPI_Init``: the
+  software stack;
+* a PBS job deleted by an administrator, Flux's allocation expiring, a maximum run duration
+  exceeded: the scheduler.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trainmedic.core.model import Category, Verdict
+from trainmedic.offline.analyze import analyze_path
+
+
+def _verdict(tmp_path: Path, text: str) -> Verdict:
+    path = tmp_path / "job.log"
+    path.write_text(text)
+    return analyze_path(path).verdict
+
+
+FAILURES: dict[str, tuple[str, Category]] = {
+    "hip_ecc": ("RuntimeError: HIP error: hipErrorECCNotCorrectable\n", Category.GPU_HARDWARE),
+    "gaudi_hbm_derr": (
+        "habanalabs hl3: Received H/W interrupt 296, HBM1 ECC DERR, reset is required\n",
+        Category.GPU_HARDWARE,
+    ),
+    "diagnostic_tool_failed": (
+        "rvs: gst test failed on device 3\nhl_qual: memory test FAILED on device hl2\n",
+        Category.GPU_HARDWARE,
+    ),
+    "tpu_hbm_oom": (
+        "RESOURCE_EXHAUSTED: TPU ran out of memory in memory space hbm. Used 17.5G of 15.48G "
+        "hbm.\n",
+        Category.APPLICATION,
+    ),
+    "lnet_timeout": (
+        "LNetError: 4412:0:(o2iblnd_cb.c:3358:kiblnd_check_txs_locked()) Timed out tx: "
+        "active_txs, 0 seconds\n",
+        Category.STORAGE,
+    ),
+    "beegfs_client": (
+        "beegfs_client: Communication error on node storage02: Connection timed out\n",
+        Category.STORAGE,
+    ),
+    "gpfs_lease_expelled": (
+        "mmfs: [E] The disk lease for file system gpfs01 expired; node will be expelled\n",
+        Category.STORAGE,
+    ),
+    "s3transfer_retries": (
+        "s3transfer.exceptions.RetriesExceededError: Max Retries Exceeded\n",
+        Category.STORAGE,
+    ),
+    "accelerator_firmware": (
+        "habanalabs hl0: Failed to load firmware file habanalabs/gaudi2/gaudi2-boot-fit.itb\n",
+        Category.SYSTEM_SOFTWARE,
+    ),
+    "mpi_init_failed": (
+        "[gpu-1:1234] *** An error occurred in MPI_Init_thread\n"
+        "[gpu-1:1234] *** on a NULL communicator\n",
+        Category.SYSTEM_SOFTWARE,
+    ),
+    "pbs_admin_delete": (
+        "Job 4412.pbs01 deleted by root@pbs01 (admin request)\n",
+        Category.SCHEDULER,
+    ),
+    "flux_allocation_expired": (
+        "flux-job: task(s) exited with exit code 143\n"
+        "job.exception type=timeout severity=0 resource allocation expired\n",
+        Category.SCHEDULER,
+    ),
+    "max_run_duration": (
+        "The job was terminated because its maximum duration (max_run_duration) of 24h was "
+        "exceeded\n",
+        Category.SCHEDULER,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAILURES))
+def test_failure_in_another_vendors_words(tmp_path: Path, name: str) -> None:
+    text, category = FAILURES[name]
+    verdict = _verdict(tmp_path, text)
+    assert verdict.failure, name
+    assert verdict.category is category, (name, verdict.category, verdict.basis)
+
+
+HEALTHY: dict[str, str] = {
+    "kubectl_cleanup_after_training": (
+        "".join(f"step {i} loss {2.0 - i / 100:.3f}\n" for i in range(25))
+        + 'job.batch "train" deleted\npytorchjob.kubeflow.org "bert" deleted\n'
+    ),
+    "hbm_corrected": "habanalabs hl3: HBM1 ECC SERR corrected, count 1\n",
+    "dcgm_diag_pass": (
+        "| Memory                    | Pass - All                                     |\n"
+        "| Diagnostic                | Pass - All                                     |\n"
+    ),
+    "firmware_loaded": "habanalabs hl0: Successfully loaded firmware to device\n",
+    "gpfs_lease_renewed": "mmfs: [I] Disk lease for file system gpfs01 renewed\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HEALTHY))
+def test_healthy_counter_case(tmp_path: Path, name: str) -> None:
+    verdict = _verdict(tmp_path, HEALTHY[name])
+    assert not verdict.failure, (name, verdict.category, verdict.basis)
