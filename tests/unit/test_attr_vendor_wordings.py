@@ -11,7 +11,10 @@ counter-cases that must stay "no failure".
 * an accelerator driver that cannot load its firmware, MPI that fails in ``MPI_Init``: the
   software stack;
 * a PBS job deleted by an administrator, Flux's allocation expiring, a maximum run duration
-  exceeded: the scheduler.
+  exceeded, a cloud plug-in's node that never came up: the scheduler;
+* a node taken out of service: the reason its drainer wrote names the part (a GPU's Xid, a
+  DIMM), and sinfo's "Not responding" row is the node; port counters written inline
+  ("SymbolErrors=44211") are the fabric's (``errors=`` is an option only after a non-letter).
 """
 
 from __future__ import annotations
@@ -85,6 +88,29 @@ FAILURES: dict[str, tuple[str, Category]] = {
         "exceeded\n",
         Category.SCHEDULER,
     ),
+    # the scheduler's record of a node taken out of service: its reason names the part
+    "drain_reason_names_gpu": (
+        "NodeName=gpu-07 Arch=x86_64 State=DRAIN Reason=GPU 3 Xid 79 [root@2024-02-11T10:00]\n",
+        Category.GPU_HARDWARE,
+    ),
+    "drain_reason_names_dimm": (
+        "NodeName=cn-12 State=IDLE+DRAIN Reason=DIMM B2 uncorrectable [admin@2024-02-11T10:00]\n",
+        Category.NODE_HARDWARE,
+    ),
+    "sinfo_not_responding": (
+        "REASON               USER      TIMESTAMP           NODELIST\n"
+        "Not responding       slurm     2024-02-11T10:00:00 gpu-07\n",
+        Category.NODE_HARDWARE,
+    ),
+    "cloud_node_never_provisioned": (
+        "REASON               USER      TIMESTAMP           NODELIST\n"
+        "pcluster_node_fail   root      2024-02-11T10:00:00 gpu-dy-p5-1\n",
+        Category.SCHEDULER,
+    ),
+    "ib_counters_inline": (
+        "Port 17: PhysLinkState=LinkUp LinkDowned=2831 SymbolErrors=44211\n",
+        Category.NETWORK_HARDWARE,
+    ),
 }
 
 
@@ -108,6 +134,11 @@ HEALTHY: dict[str, str] = {
     ),
     "firmware_loaded": "habanalabs hl0: Successfully loaded firmware to device\n",
     "gpfs_lease_renewed": "mmfs: [I] Disk lease for file system gpfs01 renewed\n",
+    "nodes_in_service": (
+        "NodeName=gpu-07 Arch=x86_64 State=ALLOCATED Reason=(null)\n"
+        "JobId=4412 JobState=RUNNING Reason=None\n"
+    ),
+    "decode_option": "reading shards with errors=replace, encoding=utf-8\n",
 }
 
 

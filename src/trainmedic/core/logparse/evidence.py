@@ -35,7 +35,7 @@ _WORDS = re.compile(
     r"|[Tt]imed out|[Aa]bort|ABORT|[Pp]anic|PANIC|[Ss]egfault|[Ss]egmentation|[Cc]ore dumped"
     r"|Traceback|[Cc]ancel|CANCEL|[Ee]vict|[Pp]reempt|PREEMPT|[Ee]xit code|[Ee]xit status"
     r"|[Ee]xitcode|[Rr]eturn code|SIG(?:KILL|TERM|ABRT|SEGV|BUS|HUP|INT|ILL|FPE)|[Ss]ignal \d"
-    r"|WTERMSIG|[Dd]eadlock|[Hh]ung task|not responding|[Uu]nreachable|[Nn]ot found|[Dd]enied"
+    r"|WTERMSIG|[Dd]eadlock|[Hh]ung task|[Nn]ot responding|NOT_RESPONDING|[Uu]nreachable|[Nn]ot found|[Dd]enied"
     r"|[Rr]efused|[Cc]annot |[Cc]an't |[Uu]nable to|[Ii]nvalid|[Ii]llegal|[Mm]ismatch|[Cc]rash"
     r"|[Dd]ied\b|\b[Dd]ead\b|[Tt]erminat|TERMINAT|\bOOM|[Oo]ut of memory|[Uu]nhealthy|NotReady"
     r"|[Cc]ritical|CRITICAL|[Cc]orrupt|\b[Ll]ost\b|\b(?:[Dd]own|DOWN)\b|[Ss]tuck|\b[Hh]ung\b"
@@ -45,6 +45,8 @@ _WORDS = re.compile(
     r"|[Uu]pper [Nn]on-[Rr]ecoverable|[Ss]ensor (?:degraded|failed|failure)"
     r"|[Ee]xpelled|[Ll]ease (?:has )?expired|[Rr]eset is required|[Nn]eeds? (?:a )?reset"
     r"|\b[Jj]ob <?\d[\w.\[\]>]* (?:was )?deleted\b|[Aa]llocation (?:has )?expired"
+    # a node the scheduler took out of service (its Reason= says why)
+    r"|\bState=[\w+]*(?:DRAIN|FAIL)"
 )
 # The same words lower-cased, as a trie: the fast gate on every new line shape (a superset).
 FAST_WORDS = (
@@ -60,6 +62,7 @@ FAST_WORDS = (
     "thermal trip", "upper critical", "upper non-recoverable", "sensor degraded", "expelled",
     "lease expired", "lease has expired", "reset is required", "need reset", "needs reset",
     "need a reset", "needs a reset", "deleted", "allocation expired", "allocation has expired",
+    "state=",
 )  # fmt: skip
 _FAST = re.compile(trie_pattern(FAST_WORDS).encode())
 # A level word at the start of the message, or a glog/absl "W...  file.cc:12]" stamp.
@@ -91,7 +94,7 @@ _NOT_FAILURE = re.compile(
     r"|\b(?:exit ?code|exit status|exitcode|return ?code|returncode|rc)[\"']?\s*[:=]?\s*"
     r"0\b(?![.,]\d)"
     r"|\bSUCCEEDED\b|\bstate[\"']?\s*[:=]\s*[\"']?(?:succeeded|completed|success)\b"
-    r"|error_file|on_error|errors=|error_handler|_timeout\b|timeout_|\btimeout\s*[=:]\s*\d"
+    r"|error_file|on_error|(?<![a-z])errors=|error_handler|_timeout\b|timeout_|\btimeout\s*[=:]\s*\d"
     r"|raise_on|fail_on|fault.?toleran|auto.?requeue|--\w*(?:timeout|error|fail)\w*"
     r"|\bif\b.*\b(?:fail|error)|will be (?:killed|terminated) (?:after|if)|Exception ignored in"
     # metrics named after errors ("valid ErrorRate: 2.5e-02", "top-1 error 23.4", "err_rate=0.1")
