@@ -8,8 +8,11 @@ counter-cases that must stay "no failure".
   not the device's HBM failing;
 * Lustre's network layer (LNet), BeeGFS's client, GPFS's disk lease expelling a node, the AWS
   transfer manager giving up: storage;
-* an accelerator driver that cannot load its firmware, MPI that fails in ``MPI_Init``: the
-  software stack;
+* an accelerator driver that cannot load its firmware, MPI that fails in ``MPI_Init``, the
+  container runtime (an image it cannot pull, a pod sandbox or CNI network it cannot set up,
+  the device plug-in's allocation): the software stack;
+* Lustre's ESHUTDOWN (errno 108): storage; a Neuron core's uncorrectable HBM error: the device;
+  a step asking for memory its allocation lacks: the scheduler;
 * a PBS job deleted by an administrator, Flux's allocation expiring, a maximum run duration
   exceeded, a cloud plug-in's node that never came up: the scheduler;
 * a node taken out of service: the reason its drainer wrote names the part (a GPU's Xid, a
@@ -107,6 +110,36 @@ FAILURES: dict[str, tuple[str, Category]] = {
         "pcluster_node_fail   root      2024-02-11T10:00:00 gpu-dy-p5-1\n",
         Category.SCHEDULER,
     ),
+    "image_pull_failed": (
+        "  Warning  Failed     3s    kubelet  Error: ErrImagePull\n"
+        "  Warning  Failed     3s    kubelet  Error: ImagePullBackOff\n",
+        Category.SYSTEM_SOFTWARE,
+    ),
+    "pod_sandbox_network": (
+        "  Warning  FailedCreatePodSandBox  1m  kubelet  Failed to create pod sandbox: rpc error: "
+        'code = Unknown desc = failed to setup network for sandbox "abc": plugin type="multus" '
+        "failed (add)\n",
+        Category.SYSTEM_SOFTWARE,
+    ),
+    "device_plugin_admission": (
+        "  Warning  UnexpectedAdmissionError  30s  kubelet  Allocate failed due to requested "
+        "number of devices unavailable for nvidia.com/gpu. Requested: 8, Available: 7\n",
+        Category.SYSTEM_SOFTWARE,
+    ),
+    "step_memory_not_available": (
+        "srun: error: Unable to create step for job 4412: Memory required by task is not "
+        "available\n",
+        Category.SCHEDULER,
+    ),
+    "lustre_eshutdown": (
+        "OSError: [Errno 108] Cannot send after transport endpoint shutdown\n",
+        Category.STORAGE,
+    ),
+    "neuron_hbm_uncorrectable": (
+        "Accelerator 3: NeuronCore 2 hit an unrecoverable hardware error "
+        "(NRT_EXEC_HW_ERR_HBM_UE)\n",
+        Category.GPU_HARDWARE,
+    ),
     "ib_counters_inline": (
         "Port 17: PhysLinkState=LinkUp LinkDowned=2831 SymbolErrors=44211\n",
         Category.NETWORK_HARDWARE,
@@ -137,6 +170,10 @@ HEALTHY: dict[str, str] = {
     "nodes_in_service": (
         "NodeName=gpu-07 Arch=x86_64 State=ALLOCATED Reason=(null)\n"
         "JobId=4412 JobState=RUNNING Reason=None\n"
+    ),
+    "image_pulled": (
+        '  Normal  Pulled  2m  kubelet  Successfully pulled image "nvcr.io/nvidia/pytorch:24.01-py3"'
+        " in 2m3s\n"
     ),
     "decode_option": "reading shards with errors=replace, encoding=utf-8\n",
 }
