@@ -172,8 +172,8 @@ HEALTHY: dict[str, str] = {
         "JobId=4412 JobState=RUNNING Reason=None\n"
     ),
     "image_pulled": (
-        '  Normal  Pulled  2m  kubelet  Successfully pulled image "nvcr.io/nvidia/pytorch:24.01-py3"'
-        " in 2m3s\n"
+        "  Normal  Pulled  2m  kubelet  Successfully pulled image "
+        '"nvcr.io/nvidia/pytorch:24.01-py3" in 2m3s\n'
     ),
     "decode_option": "reading shards with errors=replace, encoding=utf-8\n",
 }
