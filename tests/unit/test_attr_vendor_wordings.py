@@ -11,6 +11,10 @@ counter-cases that must stay "no failure".
 * an accelerator driver that cannot load its firmware, MPI that fails in ``MPI_Init``, the
   container runtime (an image it cannot pull, a pod sandbox or CNI network it cannot set up,
   the device plug-in's allocation): the software stack;
+* the accelerator runtimes' own set-up failures (Gaudi's device acquire, ROCm's HSA status
+  errors other than memory faults, the TPU runtime's initialisation): the software stack; a
+  device the vendor tool reports not operational: the device; a bond's link "definitely
+  down" under a socket reset: the fabric;
 * Lustre's ESHUTDOWN (errno 108): storage; a Neuron core's uncorrectable HBM error: the device;
   a step asking for memory its allocation lacks: the scheduler;
 * a PBS job deleted by an administrator, Flux's allocation expiring, a maximum run duration
@@ -139,6 +143,29 @@ FAILURES: dict[str, tuple[str, Category]] = {
         "Accelerator 3: NeuronCore 2 hit an unrecoverable hardware error "
         "(NRT_EXEC_HW_ERR_HBM_UE)\n",
         Category.GPU_HARDWARE,
+    ),
+    "gaudi_device_acquire": (
+        "RuntimeError: synStatus=26 [Generic failure] Device acquire failed.\n",
+        Category.SYSTEM_SOFTWARE,
+    ),
+    "hsa_runtime_resources": (
+        "rocm: HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary "
+        "resources. Code: 0x1008\n",
+        Category.SYSTEM_SOFTWARE,
+    ),
+    "tpu_runtime_init": (
+        "jax.errors.JaxRuntimeError: UNAVAILABLE: TPU backend initialization is taking too long\n"
+        "Failed to get TPU metadata (tpu-env) from instance metadata\n",
+        Category.SYSTEM_SOFTWARE,
+    ),
+    "accelerator_not_operational": (
+        "hl-smi: Device 0000:33:00.0 (hl3) Status: Critical - device is not operational\n",
+        Category.GPU_HARDWARE,
+    ),
+    "bonding_link_down_under_socket_reset": (
+        "[gpu-1:0] NCCL WARN NET/Socket : recv: Connection reset by peer\n"
+        "kernel: bond0: link status definitely down for interface eth2, disabling it\n",
+        Category.NETWORK_HARDWARE,
     ),
     "ib_counters_inline": (
         "Port 17: PhysLinkState=LinkUp LinkDowned=2831 SymbolErrors=44211\n",
