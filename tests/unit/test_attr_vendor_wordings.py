@@ -11,6 +11,9 @@ counter-cases that must stay "no failure".
 * an accelerator driver that cannot load its firmware, MPI that fails in ``MPI_Init``, the
   container runtime (an image it cannot pull, a pod sandbox or CNI network it cannot set up,
   the device plug-in's allocation): the software stack;
+* a library's environment setting naming what is not there (NCCL_IB_HCA, UCX_NET_DEVICES),
+  a driver/library symbol mismatch under NCCL, ROCm finding no device, the linker missing a
+  system library: the software stack; an allocation revoked: the scheduler;
 * the accelerator runtimes' own set-up failures (Gaudi's device acquire, ROCm's HSA status
   errors other than memory faults, the TPU runtime's initialisation): the software stack; a
   device the vendor tool reports not operational: the device; a bond's link "definitely
@@ -167,6 +170,27 @@ FAILURES: dict[str, tuple[str, Category]] = {
         "kernel: bond0: link status definitely down for interface eth2, disabling it\n",
         Category.NETWORK_HARDWARE,
     ),
+    "library_setting_names_missing_hca": (
+        "gpu-2:881:950 [0] NCCL WARN NCCL_IB_HCA set to mlx5_9 but no such device was found\n",
+        Category.SYSTEM_SOFTWARE,
+    ),
+    "cuda_named_symbol_under_nccl": (
+        "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1272, unhandled cuda error, NCCL "
+        "version 2.10.3\nncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\n"
+        "Cuda failure 'named symbol not found'\n",
+        Category.SYSTEM_SOFTWARE,
+    ),
+    "hip_no_device": (
+        "ROCm: HIP error: hipErrorNoDevice\n"
+        "rocminfo: HSA Error: hsa api call failure at: rocminfo.cc:1143\n",
+        Category.SYSTEM_SOFTWARE,
+    ),
+    "linker_missing_library": (
+        "/usr/bin/ld: cannot find -lcuda: No such file or directory\n"
+        "collect2: error: ld returned 1 exit status\n",
+        Category.SYSTEM_SOFTWARE,
+    ),
+    "allocation_revoked": ("salloc: Job allocation 881 has been revoked.\n", Category.SCHEDULER),
     "ib_counters_inline": (
         "Port 17: PhysLinkState=LinkUp LinkDowned=2831 SymbolErrors=44211\n",
         Category.NETWORK_HARDWARE,

@@ -47,7 +47,7 @@ _WORDS = re.compile(
     r"|[Ee]xpelled|[Ll]ease (?:has )?expired|[Rr]eset is required|[Nn]eeds? (?:a )?reset"
     r"|\b[Jj]ob <?\d[\w.\[\]>]* (?:was )?deleted\b|[Aa]llocation (?:has )?expired"
     # a node the scheduler took out of service (its Reason= says why)
-    r"|\bState=[\w+]*(?:DRAIN|FAIL)"
+    r"|\bState=[\w+]*(?:DRAIN|FAIL)|[Rr]evoked|[Nn]o such device"
 )
 # The same words lower-cased, as a trie: the fast gate on every new line shape (a superset).
 FAST_WORDS = (
@@ -63,7 +63,7 @@ FAST_WORDS = (
     "thermal trip", "upper critical", "upper non-recoverable", "sensor degraded", "expelled",
     "lease expired", "lease has expired", "reset is required", "need reset", "needs reset",
     "need a reset", "needs a reset", "deleted", "allocation expired", "allocation has expired",
-    "state=",
+    "state=", "revoked", "no such device",
 )  # fmt: skip
 _FAST = re.compile(trie_pattern(FAST_WORDS).encode())
 # A level word at the start of the message, or a glog/absl "W...  file.cc:12]" stamp.
