@@ -181,6 +181,13 @@ HEALTHY: dict[str, str] = {
         "Job <5512> is submitted to queue <gpu>.\n<<Waiting for dispatch ...>>\n"
         "<<Starting on gpu-a07>>\n" + "".join(f"iter {i} loss 1.{i:02d}\n" for i in range(25))
     ),
+    "traceback_closed_then_output": (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/project/data.py", line 40, in __iter__\n'
+        "    yield next(self.it)\n"
+        "StopIteration\n"
+        "end of epoch 3, restarting the data iterator\n"
+    ),
     "zero_failed_summary": "Ran 12 checks: 12 passed, 0 failed\n",
     "sensor_readings_ok": (
         "CPU1 Temp        | 45 degrees C      | ok\nInlet Temp | 22 degrees C | ok\n"

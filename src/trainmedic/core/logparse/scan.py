@@ -300,9 +300,17 @@ class LineScanner:
     def _timeline_now(self) -> Timeline:
         timeline = self._timeline.timeline(self.line_no, self.path)
         cut = self._tracebacks.open_unit()
-        if cut is None:
+        if cut is None or not self._ends_at(cut[1]):
             return timeline
-        return replace(timeline, cut_traceback_line=cut[0], cut_traceback=cut[1])
+        return replace(timeline, cut_traceback_line=cut[0], cut_traceback=cut[2])
+
+    def _ends_at(self, line_no: int) -> bool:
+        """Whether the file ends at ``line_no`` (only blank lines after it): a traceback that
+        other output followed was closed by a line the tracker did not recognise."""
+        return line_no >= self.line_no - CUT_TAIL and not self._trailing_text(line_no)
+
+    def _trailing_text(self, line_no: int) -> bool:
+        return any(n > line_no and text.strip() for n, text in self._ring)
 
     def result(self) -> FileScan:
         """What the current attempt's lines say so far (the scanner can go on)."""
@@ -334,6 +342,10 @@ class LineScanner:
             attempt_started=self.attempt_started,
             stack_dumps=self._stacks.dumps(),
         )
+
+
+CUT_TAIL = 3
+"""At most this many (blank) lines after a traceback's last line for it to count as cut."""
 
 
 def scan_lines(
