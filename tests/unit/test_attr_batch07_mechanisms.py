@@ -192,6 +192,19 @@ HEALTHY: dict[str, str] = {
     "sensor_readings_ok": (
         "CPU1 Temp        | 45 degrees C      | ok\nInlet Temp | 22 degrees C | ok\n"
     ),
+    "thresholds_beside_readings": (
+        "CPU2 Temp: 61 C (Upper Critical threshold 95 C)\n Upper critical        : 95.000\n"
+    ),
+    "healthy_slurm_job": (
+        "srun: Pending job allocation 4412\n"
+        "srun: job 4412 has been allocated resources\n"
+        "NodeName=gpu-07 State=ALLOCATED Reason=(null)\n"
+        "/etc/profile.d/lmod.sh: line 12: /opt/lmod/init: No such file or directory\n"
+        "gpu-07:1:1 [0] NCCL INFO NCCL_IB_HCA set by environment to mlx5_0,mlx5_1\n"
+        + "".join(f"step {i} loss {2.3 - i / 100:.2f} tokens/s 51234\n" for i in range(25))
+        + "eval: accuracy 0.41, errors=0, failed 0 of 512 samples\n"
+        "Training completed. Total time 00:31:02\n"
+    ),
     "nmi_watchdog_enabled": "NMI watchdog: Enabled. Permanently consumes one hw-PMU counter.\n",
     "storage_client_info": (
         "botocore.credentials - INFO - Found credentials in environment variables.\n"

@@ -42,8 +42,11 @@ _WORDS = re.compile(
     r"|[Cc]ritical|CRITICAL|[Cc]orrupt|\b[Ll]ost\b|\b(?:[Dd]own|DOWN)\b|[Ss]tuck|\b[Hh]ung\b"
     r"|[Hh]anging|[Nn]o space left|[Qq]uota|[Ii]/O error"
     r"|[Uu]ncorrectable|UNCORRECTABLE|[Uu]nrecoverable|[Rr]edundancy [Ll]ost"
-    r"|[Oo]ver[- ]?[Tt]emperature|OVERTEMP|[Tt]hermal [Tt]rip|[Uu]pper [Cc]ritical"
-    r"|[Uu]pper [Nn]on-[Rr]ecoverable|[Ss]ensor (?:degraded|failed|failure)"
+    # a reading crossing its limit (a threshold only listed beside a reading is no event)
+    r"|[Oo]ver[- ]?[Tt]emperature|OVERTEMP|[Tt]hermal [Tt]rip"
+    r"|[Uu]pper (?:[Cc]ritical|[Nn]on-[Rr]ecoverable) (?:- )?going high"
+    r"|(?:above|exceed\w*|greater than|crossed) (?:the )?upper (?:critical|non-recoverable)"
+    r"|[Ss]ensor (?:degraded|failed|failure)"
     r"|[Ee]xpelled|[Ll]ease (?:has )?expired|[Rr]eset is required|[Nn]eeds? (?:a )?reset"
     r"|\b[Jj]ob <?\d[\w.\[\]>]* (?:was )?deleted\b|[Aa]llocation (?:has )?expired"
     # a node the scheduler took out of service (its Reason= says why)
@@ -60,7 +63,8 @@ FAST_WORDS = (
     "terminat", "oom", "out of memory", "unhealthy", "notready", "critical", "corrupt", "lost",
     "down", "stuck", "hanging", "no space left", "quota", "i/o error",
     "uncorrectable", "unrecoverable", "redundancy lost", "overtemp", "over temp", "over-temp",
-    "thermal trip", "upper critical", "upper non-recoverable", "sensor degraded", "expelled",
+    "thermal trip", "upper critical", "upper non-recoverable", "sensor degraded", "sensor fail",
+    "expelled",
     "lease expired", "lease has expired", "reset is required", "need reset", "needs reset",
     "need a reset", "needs a reset", "deleted", "allocation expired", "allocation has expired",
     "state=", "revoked", "no such device",
@@ -115,6 +119,10 @@ _NOT_FAILURE = re.compile(
     # a port counter at zero (perfquery "SymbolErrorCounter:....0"), a BMC record's recovery
     r"|(?-i:\b[A-Z]\w*(?:Error|Errors|Counter|Discards)\w*)(?::\.{2,}\s*|\s*==\s*)0\b(?![.,]\d)"
     r"|\|\s*Deasserted\s*$"
+    # a sensor's limits listed beside its reading ("61 C (Upper Critical threshold 95 C)",
+    # ipmitool's "Upper critical : 95.000"): a threshold, not a crossing
+    r"|\((?:upper |lower )?(?:critical|non-recoverable)(?: threshold)?\s*[:=]?\s*[\d.]+\s*\S{0,8}\)"
+    r"|^\s*(?:upper|lower) (?:critical|non-critical|non-recoverable)\s*:\s*[\d.]+\s*$"
     # a count of errors the hardware corrected itself (a stream of them is read elsewhere)
     r"|(?<![Uu]n)(?<![Nn]on-)\bcorrect(?:able|ed) (?:hardware |memory |ECC )?errors?"
     r" (?:detected|count)"
