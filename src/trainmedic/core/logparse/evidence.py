@@ -51,6 +51,10 @@ _WORDS = re.compile(
     r"|\b[Jj]ob <?\d[\w.\[\]>]* (?:was )?deleted\b|[Aa]llocation (?:has )?expired"
     # a node the scheduler took out of service (its Reason= says why)
     r"|\bState=[\w+]*(?:DRAIN|FAIL)|[Rr]evoked|[Nn]o such device"
+    # health tools' own verdicts: pages a GPU must retire, a port without link, a cluster
+    # store in error
+    r"|Pending Page (?:Blacklist|Retirement)\s*:\s*Yes|Double Bit ECC\s*:\s*[1-9]"
+    r"|Link detected: no|\bHEALTH_ERR\b|[Dd]egraded data redundancy"
 )
 # The same words lower-cased, as a trie: the fast gate on every new line shape (a superset).
 FAST_WORDS = (
@@ -67,7 +71,8 @@ FAST_WORDS = (
     "expelled",
     "lease expired", "lease has expired", "reset is required", "need reset", "needs reset",
     "need a reset", "needs a reset", "deleted", "allocation expired", "allocation has expired",
-    "state=", "revoked", "no such device",
+    "state=", "revoked", "no such device", "pending page", "double bit ecc", "link detected",
+    "health_err", "degraded data",
 )  # fmt: skip
 _FAST = re.compile(trie_pattern(FAST_WORDS).encode())
 # A level word at the start of the message, or a glog/absl "W...  file.cc:12]" stamp.
