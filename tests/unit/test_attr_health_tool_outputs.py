@@ -70,7 +70,7 @@ HEALTHY: dict[str, str] = {
     "ethtool_link": "Settings for eth2:\n\tSpeed: 100000Mb/s\n\tLink detected: yes\n",
     "ceph_ok": "    health: HEALTH_OK\n    osd: 12 osds: 12 up, 12 in\n",
     "kubectl_nodes_ready": (
-        "NAME     STATUS   ROLES    AGE   VERSION\ngpu-3    Ready    <none>   12d   v1.28.3\n"
+        "NAME   STATUS  ROLES   AGE  VERSION\ngpu-3  Ready   <none>  12d  v1.28.3\n"
     ),
     "lustre_servers_active": "scratch-OST0004-osc-ffff8a active.\nscratch-MDT0000-mdc-ffff8a active.\n",
 }
