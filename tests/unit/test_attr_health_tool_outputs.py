@@ -72,7 +72,9 @@ HEALTHY: dict[str, str] = {
     "kubectl_nodes_ready": (
         "NAME   STATUS  ROLES   AGE  VERSION\ngpu-3  Ready   <none>  12d  v1.28.3\n"
     ),
-    "lustre_servers_active": "scratch-OST0004-osc-ffff8a active.\nscratch-MDT0000-mdc-ffff8a active.\n",
+    "lustre_servers_active": (
+        "scratch-OST0004-osc-ffff8a active.\nscratch-MDT0000-mdc-ffff8a active.\n"
+    ),
 }
 
 
