@@ -1,6 +1,7 @@
 """Health tools' own verdicts, in the shapes real threads paste them: the failure is stated as
 a field's value, not as an error line ("Pending Page Blacklist : Yes", "Link detected: no",
-"HEALTH_ERR", a node row "NotReady", a Lustre target's "check error"). Each counts as failure
+"HEALTH_ERR", a node row "NotReady", a Lustre target's "check error", a pod still "Pending"
+after ten minutes or more, Ray's placement group that timed out). Each counts as failure
 evidence of its part, and the same tools' healthy output stays "no failure".
 
 A row of *many* nodes down at once (a fresh cluster whose slurmd cannot be reached) is not read
@@ -45,6 +46,15 @@ FAILURES: dict[str, tuple[str, Category]] = {
         "NAME     STATUS     ROLES    AGE   VERSION\ngpu-3    NotReady   <none>   12d   v1.28.3\n",
         Category.NODE_HARDWARE,
     ),
+    "pod_pending_for_hours": (
+        "NAME      READY  STATUS   RESTARTS  AGE\ntrainer-0 0/1    Pending  0         3h12m\n",
+        Category.SCHEDULER,
+    ),
+    "ray_placement_group_timeout": (
+        "ray.util.placement_group: Placement group creation timed out. Make sure your cluster "
+        "either has enough resources or use an autoscaling cluster.\n",
+        Category.SCHEDULER,
+    ),
     "lustre_target_check_error": (
         "scratch-OST0004-osc-ffff8a: check error: Resource temporarily unavailable\n",
         Category.STORAGE,
@@ -66,6 +76,9 @@ HEALTHY: dict[str, str] = {
         "        Single Bit ECC              : 0\n"
         "        Double Bit ECC              : 0\n"
         "    Pending Page Blacklist      : No\n"
+    ),
+    "pod_just_created": (
+        "NAME      READY  STATUS   RESTARTS  AGE\ntrainer-0 0/1    Pending  0         12s\n"
     ),
     "ethtool_link": "Settings for eth2:\n\tSpeed: 100000Mb/s\n\tLink detected: yes\n",
     "ceph_ok": "    health: HEALTH_OK\n    osd: 12 osds: 12 up, 12 in\n",

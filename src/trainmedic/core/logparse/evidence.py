@@ -55,6 +55,8 @@ _WORDS = re.compile(
     # store in error
     r"|Pending Page (?:Blacklist|Retirement)\s*:\s*Yes|Double Bit ECC\s*:\s*[1-9]"
     r"|Link detected: no|\bHEALTH_ERR\b|[Dd]egraded data redundancy"
+    # a pod that has waited to be scheduled for ten minutes or more (kubectl get pods)
+    r"|^\s*\S+\s+0/\d+\s+Pending\s+\d+\s+(?:\d+d|\d+h|[1-9]\d+m)"
 )
 # The same words lower-cased, as a trie: the fast gate on every new line shape (a superset).
 FAST_WORDS = (
@@ -72,7 +74,7 @@ FAST_WORDS = (
     "lease expired", "lease has expired", "reset is required", "need reset", "needs reset",
     "need a reset", "needs a reset", "deleted", "allocation expired", "allocation has expired",
     "state=", "revoked", "no such device", "pending page", "double bit ecc", "link detected",
-    "health_err", "degraded data",
+    "health_err", "degraded data", "pending",
 )  # fmt: skip
 _FAST = re.compile(trie_pattern(FAST_WORDS).encode())
 # A level word at the start of the message, or a glog/absl "W...  file.cc:12]" stamp.
