@@ -121,9 +121,11 @@ def read_evidence(
     scores: dict[Category, float] = {}
     first: dict[Category, EvidenceLine] = {}
     hang = False
+    table = default_cues() if cues is None else cues
     for index, line in enumerate(kept):
-        for cue in default_cues() if cues is None else cues:
-            if not cue.regex.search(line.text):
+        text = _focus(line.text, table)
+        for cue in table:
+            if not cue.regex.search(text):
                 continue
             hang = hang or cue.hang
             if cue.category is Category.UNKNOWN or cue.weight <= 0:
@@ -155,6 +157,23 @@ def read_evidence(
         f"{best.value} ({ranked}); first such line at {_where(line)}: {line.text[:120]!r}",
         _event(line, best, kind),
     )
+
+
+# A node's recorded reason for being out of service (scontrol's "Reason=...", before the
+# "[user@time]" stamp): whoever drained it wrote the cause there.
+_REASON = re.compile(r"\bReason=(?P<reason>.+?)\s*(?:\[[^\]]*\]\s*)?$")
+
+
+def _focus(text: str, cues: Sequence[Cue]) -> str:
+    """The part of a line its cues should read: a node's drain/down reason when that names a
+    part of the machine (a GPU's Xid, a DIMM, a link), so that the scheduler's own words on the
+    same line (State=DRAIN, Reason=) do not outvote the diagnosis written into it."""
+    m = _REASON.search(text)
+    if m is None:
+        return text
+    reason = m.group("reason")
+    named = any(c.category.is_hardware() and c.weight > 0 and c.regex.search(reason) for c in cues)
+    return reason if named else text
 
 
 def _where(line: EvidenceLine) -> str:

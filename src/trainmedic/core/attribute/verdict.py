@@ -47,6 +47,7 @@ from trainmedic.core.attribute.root import choose_root
 from trainmedic.core.attribute.rules import refine_with_support
 from trainmedic.core.attribute.stuck import rendezvous_never_completed, stuck_in_stack_dump
 from trainmedic.core.attribute.timeline import loss_diverged, stalled_while_running
+from trainmedic.core.attribute.unfinished import allocation_never_granted, traceback_cut
 from trainmedic.core.logparse.elastic import SIGABRT_EXITS
 from trainmedic.core.logparse.evidence import EvidenceLine
 from trainmedic.core.model import (
@@ -212,6 +213,13 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
     if finding is not None:
         return _from_finding(finding, events, facts, ())
     if found is None:
+        # No failure line at all, but a log that stops half-way through saying something
+        # (``unfinished.py``); an earlier failure line would say more than where it stopped.
+        finding = traceback_cut(facts.timelines) or allocation_never_granted(
+            facts.timelines, facts.progress
+        )
+        if finding is not None:
+            return _from_finding(finding, events, facts, (), layer="mechanism (unfinished)")
         return NO_FAILURE
     return _from_evidence(found, events, facts)
 

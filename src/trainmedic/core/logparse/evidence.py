@@ -35,12 +35,28 @@ _WORDS = re.compile(
     r"|[Tt]imed out|[Aa]bort|ABORT|[Pp]anic|PANIC|[Ss]egfault|[Ss]egmentation|[Cc]ore dumped"
     r"|Traceback|[Cc]ancel|CANCEL|[Ee]vict|[Pp]reempt|PREEMPT|[Ee]xit code|[Ee]xit status"
     r"|[Ee]xitcode|[Rr]eturn code|SIG(?:KILL|TERM|ABRT|SEGV|BUS|HUP|INT|ILL|FPE)|[Ss]ignal \d"
-    r"|WTERMSIG|[Dd]eadlock|[Hh]ung task|not responding|[Uu]nreachable|[Nn]ot found|[Dd]enied"
+    r"|WTERMSIG|[Dd]eadlock|[Hh]ung task|[Nn]ot responding|NOT_RESPONDING|[Uu]nreachable"
+    r"|[Nn]ot found|[Dd]enied"
     r"|[Rr]efused|[Cc]annot |[Cc]an't |[Uu]nable to|[Ii]nvalid|[Ii]llegal|[Mm]ismatch|[Cc]rash"
     r"|[Dd]ied\b|\b[Dd]ead\b|[Tt]erminat|TERMINAT|\bOOM|[Oo]ut of memory|[Uu]nhealthy|NotReady"
     r"|[Cc]ritical|CRITICAL|[Cc]orrupt|\b[Ll]ost\b|\b(?:[Dd]own|DOWN)\b|[Ss]tuck|\b[Hh]ung\b"
     r"|[Hh]anging|[Nn]o space left|[Qq]uota|[Ii]/O error"
     r"|[Uu]ncorrectable|UNCORRECTABLE|[Uu]nrecoverable|[Rr]edundancy [Ll]ost"
+    # a reading crossing its limit (a threshold only listed beside a reading is no event)
+    r"|[Oo]ver[- ]?[Tt]emperature|OVERTEMP|[Tt]hermal [Tt]rip"
+    r"|[Uu]pper (?:[Cc]ritical|[Nn]on-[Rr]ecoverable) (?:- )?going high"
+    r"|(?:above|exceed\w*|greater than|crossed) (?:the )?upper (?:critical|non-recoverable)"
+    r"|[Ss]ensor (?:degraded|failed|failure)"
+    r"|[Ee]xpelled|[Ll]ease (?:has )?expired|[Rr]eset is required|[Nn]eeds? (?:a )?reset"
+    r"|\b[Jj]ob <?\d[\w.\[\]>]* (?:was )?deleted\b|[Aa]llocation (?:has )?expired"
+    # a node the scheduler took out of service (its Reason= says why)
+    r"|\bState=[\w+]*(?:DRAIN|FAIL)|[Rr]evoked|[Nn]o such device"
+    # health tools' own verdicts: pages a GPU must retire, a port without link, a cluster
+    # store in error
+    r"|Pending Page (?:Blacklist|Retirement)\s*:\s*Yes|Double Bit ECC\s*:\s*[1-9]"
+    r"|Link detected: no|\bHEALTH_ERR\b|[Dd]egraded data redundancy"
+    # a pod that has waited to be scheduled for ten minutes or more (kubectl get pods)
+    r"|^\s*\S+\s+0/\d+\s+Pending\s+\d+\s+(?:\d+d|\d+h|[1-9]\d+m)"
 )
 # The same words lower-cased, as a trie: the fast gate on every new line shape (a superset).
 FAST_WORDS = (
@@ -52,7 +68,13 @@ FAST_WORDS = (
     "cannot ", "can't ", "unable to", "invalid", "illegal", "mismatch", "crash", "died", "dead",
     "terminat", "oom", "out of memory", "unhealthy", "notready", "critical", "corrupt", "lost",
     "down", "stuck", "hanging", "no space left", "quota", "i/o error",
-    "uncorrectable", "unrecoverable", "redundancy lost",
+    "uncorrectable", "unrecoverable", "redundancy lost", "overtemp", "over temp", "over-temp",
+    "thermal trip", "upper critical", "upper non-recoverable", "sensor degraded", "sensor fail",
+    "expelled",
+    "lease expired", "lease has expired", "reset is required", "need reset", "needs reset",
+    "need a reset", "needs a reset", "deleted", "allocation expired", "allocation has expired",
+    "state=", "revoked", "no such device", "pending page", "double bit ecc", "link detected",
+    "health_err", "degraded data", "pending",
 )  # fmt: skip
 _FAST = re.compile(trie_pattern(FAST_WORDS).encode())
 # A level word at the start of the message, or a glog/absl "W...  file.cc:12]" stamp.
@@ -72,7 +94,10 @@ _QUIET_PREFIX = re.compile(
 )
 _NOT_FAILURE = re.compile(
     r"(?i)\b(?:no|0|zero|without|ignor\w*|suppress\w*)\s+(?:errors?|failures?|exceptions?)\b"
-    r"|\b(?:no|0) (?:\w+ )?(?:failed|failing|errored)\b"
+    # ("Node 0 Failed", "GPU 0 failed" name a part by its number: not a count)
+    r"|(?<!node )(?<!gpu )(?<!cpu )(?<!disk )(?<!drive )(?<!port )(?<!link )(?<!rank )"
+    r"(?<!task )(?<!slot )(?<!fan )(?<!psu )(?<!dimm )(?<!device )(?<!worker )(?<!replica )"
+    r"(?<!controller )\b(?:no|0) (?:\w+ )?(?:failed|failing|errored)\b"
     r"|\b(?:errors?|failures?|failed|fails|nan iterations|skipped iterations)\s*[:=]\s*0\b"
     # success summaries: a zero or empty error field ("failed": 0, "raw_error": null,
     # error_code=0), a zero exit status, a state that says the work succeeded
@@ -81,7 +106,7 @@ _NOT_FAILURE = re.compile(
     r"|\b(?:exit ?code|exit status|exitcode|return ?code|returncode|rc)[\"']?\s*[:=]?\s*"
     r"0\b(?![.,]\d)"
     r"|\bSUCCEEDED\b|\bstate[\"']?\s*[:=]\s*[\"']?(?:succeeded|completed|success)\b"
-    r"|error_file|on_error|errors=|error_handler|_timeout\b|timeout_|\btimeout\s*[=:]\s*\d"
+    r"|error_file|on_error|(?<![a-z])errors=|error_handler|_timeout\b|timeout_|\btimeout\s*[=:]\s*\d"
     r"|raise_on|fail_on|fault.?toleran|auto.?requeue|--\w*(?:timeout|error|fail)\w*"
     r"|\bif\b.*\b(?:fail|error)|will be (?:killed|terminated) (?:after|if)|Exception ignored in"
     # metrics named after errors ("valid ErrorRate: 2.5e-02", "top-1 error 23.4", "err_rate=0.1")
@@ -101,6 +126,10 @@ _NOT_FAILURE = re.compile(
     # a port counter at zero (perfquery "SymbolErrorCounter:....0"), a BMC record's recovery
     r"|(?-i:\b[A-Z]\w*(?:Error|Errors|Counter|Discards)\w*)(?::\.{2,}\s*|\s*==\s*)0\b(?![.,]\d)"
     r"|\|\s*Deasserted\s*$"
+    # a sensor's limits listed beside its reading ("61 C (Upper Critical threshold 95 C)",
+    # ipmitool's "Upper critical : 95.000"): a threshold, not a crossing
+    r"|\((?:upper |lower )?(?:critical|non-recoverable)(?: threshold)?\s*[:=]?\s*[\d.]+\s*\S{0,8}\)"
+    r"|^\s*(?:upper|lower) (?:critical|non-critical|non-recoverable)\s*:\s*[\d.]+\s*$"
     # a count of errors the hardware corrected itself (a stream of them is read elsewhere)
     r"|(?<![Uu]n)(?<![Nn]on-)\bcorrect(?:able|ed) (?:hardware |memory |ECC )?errors?"
     r" (?:detected|count)"

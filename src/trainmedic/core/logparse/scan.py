@@ -20,7 +20,7 @@ import copy
 import re
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from trainmedic.core.logparse.attempts import AttemptSplitter, announcing_rank, is_restart_line
 from trainmedic.core.logparse.collect import Collector, ScanLimits
@@ -297,6 +297,21 @@ class LineScanner:
         self._prev = text
         return tuple(out.events[found:]) if len(out.events) != found else ()
 
+    def _timeline_now(self) -> Timeline:
+        timeline = self._timeline.timeline(self.line_no, self.path)
+        cut = self._tracebacks.open_unit()
+        if cut is None or not self._ends_at(cut[1]):
+            return timeline
+        return replace(timeline, cut_traceback_line=cut[0], cut_traceback=cut[2])
+
+    def _ends_at(self, line_no: int) -> bool:
+        """Whether the file ends at ``line_no`` (only blank lines after it): a traceback that
+        other output followed was closed by a line the tracker did not recognise."""
+        return line_no >= self.line_no - CUT_TAIL and not self._trailing_text(line_no)
+
+    def _trailing_text(self, line_no: int) -> bool:
+        return any(n > line_no and text.strip() for n, text in self._ring)
+
     def result(self) -> FileScan:
         """What the current attempt's lines say so far (the scanner can go on)."""
         out = self.out
@@ -321,12 +336,16 @@ class LineScanner:
             year=self.year,
             evidence=self._evidence.lines(total),
             evidence_count=self._evidence.count,
-            timeline=self._timeline.timeline(self.line_no, self.path),
+            timeline=self._timeline_now(),
             collectives=self._collectives.trace(),
             attempt_line=self.attempt_line,
             attempt_started=self.attempt_started,
             stack_dumps=self._stacks.dumps(),
         )
+
+
+CUT_TAIL = 3
+"""At most this many (blank) lines after a traceback's last line for it to count as cut."""
 
 
 def scan_lines(

@@ -55,6 +55,20 @@ _INIT_DONE = re.compile(
     r"|Distributed environment is initialized|[Ss]tarted distributed worker"
 )
 
+# A submission that waits for its allocation (srun/salloc, PBS's interactive qsub, LSF's bsub -I)
+# and the line saying it was granted. A log whose last lines are the wait, never the grant, is
+# a job the scheduler never started.
+_ALLOC_WAIT = re.compile(
+    r"\b(?:srun|salloc): (?:Pending job allocation|job \d+ queued and waiting for resources)"
+    r"|qsub: waiting for job \S+ to start|<<Waiting for dispatch"
+)
+_ALLOC_GRANT = re.compile(
+    r"\b(?:srun|salloc): (?:Granted job allocation|job \d+ has been allocated resources"
+    r"|job \d+ running on|Nodes? \S+ (?:are|is) ready)|qsub: job \S+ ready|<<Starting on "
+)
+_ALLOC_HINTS = ("job allocation", "queued and waiting", "has been allocated", "running on",
+                "ready", "waiting for job", "<<")  # fmt: skip
+
 _INIT_HINTS = ("nitializ", "endezvous", "barrier", "registered", "nvironment", "process group",
                "worker")  # fmt: skip
 
@@ -84,6 +98,7 @@ _TRIGGERS = (
     " bfloat16 ",
     "NCCL",
     "Avg bus bandwidth",
+    *_ALLOC_HINTS,
 )
 # NCCL's opening lines: version, environment settings, the interfaces and plugins it picks, an
 # optional library it falls back from. Every healthy start prints them before it connects a
@@ -122,6 +137,12 @@ class Timeline:
     nccl_past_opening: bool = False  # an NCCL line beyond its opening ones (see _NCCL_OPENING)
     init_started_line: int | None = None  # the last "forming the process group" line
     init_done_line: int | None = None  # the last "the process group formed" line
+    alloc_wait_line: int | None = None  # the last "waiting for the allocation" line
+    alloc_granted_line: int | None = None  # the last "allocation granted" line
+    # A traceback the file ends inside, before its exception line (an excerpt cut there):
+    # its first line and its frames, innermost last. Set by the scan, not the tracker.
+    cut_traceback_line: int | None = None
+    cut_traceback: tuple[str, ...] = ()
 
 
 def _loss(text: str) -> float | None:
@@ -154,6 +175,8 @@ def _point(line_no: int, text: str) -> Point | None:
 
 class TimelineTracker:
     __slots__ = (
+        "_alloc_granted",
+        "_alloc_wait",
         "_bench",
         "_bench_rows",
         "_connected",
@@ -179,6 +202,8 @@ class TimelineTracker:
         self._bench_rows = 0
         self._init_started: int | None = None
         self._init_done: int | None = None
+        self._alloc_wait: int | None = None
+        self._alloc_granted: int | None = None
         self._stride = 1
         self._seen = 0
 
@@ -217,6 +242,11 @@ class TimelineTracker:
                 self._init_started = line_no
             if _INIT_DONE.search(text):
                 self._init_done = line_no
+        if any(hint in text for hint in _ALLOC_HINTS):
+            if _ALLOC_WAIT.search(text):
+                self._alloc_wait = line_no
+            if _ALLOC_GRANT.search(text):
+                self._alloc_granted = line_no
 
     def candidate(self, line_no: int, text: str) -> None:
         self._seen += 1
@@ -249,6 +279,8 @@ class TimelineTracker:
             bench_rows=self._bench_rows,
             init_started_line=self._init_started,
             init_done_line=self._init_done,
+            alloc_wait_line=self._alloc_wait,
+            alloc_granted_line=self._alloc_granted,
         )
 
 

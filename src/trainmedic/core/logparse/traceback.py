@@ -41,10 +41,11 @@ class Traceback:
 class TracebackTracker:
     """Feed lines in order; ``feed`` returns a unit when its exception line arrives."""
 
-    __slots__ = ("_foreign", "_frames", "_start", "active")
+    __slots__ = ("_foreign", "_frames", "_last", "_start", "active")
 
     def __init__(self) -> None:
         self._start: int | None = None
+        self._last = 0  # the last line that was part of the traceback (header, frame, code)
         self._frames: list[str] = []
         self._foreign = 0
         self.active = False  # inside a traceback (a plain attribute: read on every line)
@@ -52,6 +53,7 @@ class TracebackTracker:
     def feed(self, line_no: int, body: str) -> Traceback | None:
         if START in body:
             self._start, self._frames, self._foreign = line_no, [], 0
+            self._last = line_no
             self.active = True
             return None
         if self._start is None:
@@ -63,9 +65,11 @@ class TracebackTracker:
         if frame:
             func = frame.group(3) or "?"
             self._add(f"{frame.group(1)}:{frame.group(2)} in {func.strip()}")
+            self._last = line_no
             return None
         if body[:1] in (" ", "\t"):
             self._add(stripped)  # the source line of the frame above
+            self._last = line_no
             return None
         exc = _EXCEPTION.match(stripped)
         if exc:
@@ -84,6 +88,14 @@ class TracebackTracker:
             self._start = None
             self.active = False
         return None
+
+    def open_unit(self) -> tuple[int, int, tuple[str, ...]] | None:
+        """The traceback being read (its first line, its last line so far and its frames), if
+        one is open: at the end of a file, a traceback its excerpt cut before the exception
+        line when nothing but blanks follows its last line."""
+        if self._start is None:
+            return None
+        return self._start, self._last, tuple(self._frames)
 
     def _add(self, text: str) -> None:
         if len(self._frames) < _MAX_FRAMES:

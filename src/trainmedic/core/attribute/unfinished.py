@@ -1,0 +1,108 @@
+"""Logs that stop half-way through saying something: what the unfinished part still says.
+
+Used only when nothing above spoke (no signature, no cascade, no teardown, no other mechanism),
+so each verdict is a low-confidence guess, never a reason to stop or drain:
+
+* **a traceback cut before its exception line**: Python prints "Traceback (most recent call
+  last)" only for an exception that is propagating, so the file holds a failure even when the
+  excerpt (a thread's paste, a truncated log) lost the line that named it. Where it was raised
+  is the innermost frame shown: in the program's own code or a library it calls (a dataset's
+  ``__getitem__``, a model's ``forward``), the application (0.3); inside a wait on another
+  process or thread (``concurrent.futures``, ``multiprocessing``, ``subprocess``,
+  ``threading``, a queue) or inside the distributed / device runtime, the error came from
+  elsewhere: a failure of unknown category (0.2).
+* **an allocation never granted**: the submission's last words are that it waits for its
+  allocation (``srun: Pending job allocation``, ``salloc: job N queued and waiting for
+  resources``, PBS's ``qsub: waiting for job N to start``, LSF's ``<<Waiting for dispatch>>``)
+  and the log ends there, with no grant and no output of the job: the scheduler never started
+  it (a limit it counts against, a reservation, nodes it cannot use): a scheduler hang (0.3).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from trainmedic.core.attribute.phase import PhaseFinding
+from trainmedic.core.logparse.summary import ProgressSummary
+from trainmedic.core.logparse.timeline import Timeline
+from trainmedic.core.model import Category, Kind
+
+WAIT_TAIL = 2
+"""At most this many lines after the last "waiting for the allocation" line."""
+
+# Frames of waits on other processes/threads and of the distributed or device runtime: an
+# exception raised there was reported from elsewhere (a child, a peer, the device).
+_ELSEWHERE = re.compile(
+    r"(?:^|/)(?:concurrent/futures|multiprocessing|subprocess\.py|threading\.py|queue\.py"
+    r"|selectors\.py|socket\.py|asyncio/|torch/distributed/|torch/cuda/|torch/multiprocessing/"
+    r"|jax/_src/(?:distributed|xla_bridge)|torch_xla/|tensorflow/python/(?:eager|distribute)"
+    r"|deepspeed/comm/|ray/_private/|ray/_raylet|horovod/)"
+)
+_FRAME = re.compile(r"^(?P<path>[^\s:][^:]*):\d+ in ")
+
+
+def _innermost(frames: Sequence[str]) -> str | None:
+    for frame in reversed(frames):
+        m = _FRAME.match(frame)
+        if m:
+            return m.group("path")
+    return None
+
+
+def traceback_cut(timelines: Sequence[Timeline]) -> PhaseFinding | None:
+    for tl in timelines:
+        if tl.cut_traceback_line is None:
+            continue
+        path = _innermost(tl.cut_traceback)
+        where = f"{tl.source or 'line'}:{tl.cut_traceback_line}"
+        if path is None:
+            return PhaseFinding(
+                Category.UNKNOWN,
+                Kind.CRASH,
+                0.2,
+                f"a traceback at {where} that the log ends inside, with no frame and no "
+                "exception line: an exception ended the process, which one is not shown",
+            )
+        if _ELSEWHERE.search(path):
+            return PhaseFinding(
+                Category.UNKNOWN,
+                Kind.CRASH,
+                0.2,
+                f"a traceback at {where} cut before its exception line; its innermost frame "
+                f"({path}) waits on another process or is the runtime's: the error came from "
+                "elsewhere",
+            )
+        return PhaseFinding(
+            Category.APPLICATION,
+            Kind.CRASH,
+            0.3,
+            f"a traceback at {where} cut before its exception line; its innermost frame "
+            f"({path}) is the program's or a library it calls: an exception raised there "
+            "ended the job",
+        )
+    return None
+
+
+def allocation_never_granted(
+    timelines: Sequence[Timeline], progress: ProgressSummary | None
+) -> PhaseFinding | None:
+    if progress is not None and progress.reports > 0:
+        return None
+    for tl in timelines:
+        wait = tl.alloc_wait_line
+        if wait is None or tl.points:
+            continue
+        if tl.alloc_granted_line is not None and tl.alloc_granted_line > wait:
+            continue
+        if tl.lines - wait > WAIT_TAIL:
+            continue
+        return PhaseFinding(
+            Category.SCHEDULER,
+            Kind.HANG,
+            0.3,
+            f"the submission waits for its allocation (line {wait}) and the log ends there: "
+            "no grant, no output of the job: the scheduler never started it (a limit it "
+            "counts the job against, a reservation, nodes it cannot use)",
+        )
+    return None
