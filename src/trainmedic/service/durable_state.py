@@ -14,7 +14,7 @@ from trainmedic.core.observations import CheckpointSaved, Observation, Progress
 from trainmedic.schedulers.base import ClusterSnapshot
 from trainmedic.service.decisions import Decision, DecisionRecorder
 from trainmedic.sources.offsets import OffsetBook
-from trainmedic.store import CheckpointSeen, Store
+from trainmedic.store import CheckpointSeen, ProgressWrite, Store
 
 if TYPE_CHECKING:
     from trainmedic.service.watched_jobs import JobSources
@@ -70,24 +70,29 @@ class DurableState:
         self._book.saved(due)
 
     def _remember_progress(self, observations: list[Observation]) -> None:
+        """Store the cycle's checkpoints and each job's first (of a new attempt) and latest
+        progress: the progress of every job in one transaction (``record_progress``), in the
+        order ``update_job_progress`` calls would have written it."""
         seen: dict[str, list[CheckpointSeen]] = {}
+        writes: list[ProgressWrite] = []
         for obs in observations:
-            if isinstance(obs, CheckpointSaved) and obs.job_id in self._jobs:
+            if not isinstance(obs, CheckpointSaved):
+                continue
+            if obs.job_id in self._jobs:
                 seen.setdefault(obs.job_id, []).append(
                     CheckpointSeen(obs.iteration, obs.time, begun=obs.in_progress)
                 )
-            if (
-                isinstance(obs, CheckpointSaved)
-                and not obs.in_progress
-                and obs.iteration > self._checkpoint_iter.get(obs.job_id, -1)
-            ):
+            if not obs.in_progress and obs.iteration > self._checkpoint_iter.get(obs.job_id, -1):
                 self._checkpoint_iter[obs.job_id] = obs.iteration
                 if obs.job_id in self._jobs:
-                    self.store.update_job_progress(
-                        obs.job_id, checkpoint_iteration=obs.iteration, checkpoint_at=obs.time
+                    writes.append(
+                        ProgressWrite(
+                            obs.job_id, checkpoint_iteration=obs.iteration, checkpoint_at=obs.time
+                        )
                     )
         for job_id, checkpoints in seen.items():
             self.store.record_checkpoints(job_id, checkpoints)
+        written: dict[str, tuple[Progress | None, Progress | None]] = {}
         for job_id in self._jobs:
             first, last = self.engine.progress_of(job_id)
             written_first, written_last = self._progress_written.get(job_id, (None, None))
@@ -95,8 +100,11 @@ class DurableState:
                 continue
             if first is not None and first is not written_first:
                 # A new attempt's first progress: its start of productive work is exact.
-                self.store.update_job_progress(
-                    job_id, progress_at=first.time, iteration=first.iteration
+                writes.append(
+                    ProgressWrite(job_id, progress_at=first.time, iteration=first.iteration)
                 )
-            self.store.update_job_progress(job_id, progress_at=last.time, iteration=last.iteration)
-            self._progress_written[job_id] = (first, last)
+            writes.append(ProgressWrite(job_id, progress_at=last.time, iteration=last.iteration))
+            written[job_id] = (first, last)
+        self.store.record_progress(writes)
+        # Only once stored: a refused write is tried again next cycle.
+        self._progress_written.update(written)

@@ -36,6 +36,7 @@ from trainmedic.store.records import (
     JobSpec,
     NodeEvent,
     NodeHistoryEntry,
+    ProgressWrite,
 )
 
 
@@ -69,6 +70,7 @@ __all__ = [
     "NodeEvent",
     "NodeHistoryEntry",
     "NotFound",
+    "ProgressWrite",
     "Store",
     "StoredDecision",
     "normalise_url",

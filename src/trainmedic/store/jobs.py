@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from trainmedic.store import schema
 from trainmedic.store.base import DuplicateKey, NotFound, StoreBase
 from trainmedic.store.codec import attempt_from_row, job_from_row, spec_to_dict
-from trainmedic.store.records import AttemptRecord, JobRecord, JobSpec
+from trainmedic.store.records import AttemptRecord, JobRecord, JobSpec, ProgressWrite
 
 _jobs = schema.jobs
 _attempts = schema.attempts
@@ -110,6 +110,72 @@ class JobsRepository(StoreBase):
                     sa.select(_jobs.c.attempt).where(_jobs.c.job_id == job_id)
                 ).scalar_one()
                 self._attempt_progress(conn, job_id, current, progress_at, iteration)
+
+    def record_progress(self, writes: Sequence[ProgressWrite]) -> None:
+        """A cycle's progress and checkpoints of every job, in one transaction and in the
+        order given (a job's first step of an attempt before its latest): what the same
+        ``update_job_progress`` calls would store, at the cost of a few statements whatever
+        the number of jobs. An unknown job is ``NotFound`` and nothing is stored."""
+        if not writes:
+            return
+        ids = sorted({w.job_id for w in writes})
+        with self._write(f"progress of {len(ids)} jobs") as conn:
+            known: set[str] = set()
+            for first in range(0, len(ids), 500):  # SQLite caps the bound parameters
+                chunk = ids[first : first + 500]
+                known.update(
+                    conn.execute(sa.select(_jobs.c.job_id).where(_jobs.c.job_id.in_(chunk)))
+                    .scalars()
+                    .all()
+                )
+            missing = [job_id for job_id in ids if job_id not in known]
+            if missing:
+                raise NotFound(f"unknown job {missing[0]!r}")
+            steps = [
+                {"b_job": w.job_id, "b_at": w.progress_at, "b_iter": w.iteration}
+                for w in writes
+                if w.progress_at is not None and w.iteration is not None
+            ]
+            saves = [
+                {"b_job": w.job_id, "b_ckpt": w.checkpoint_iteration, "b_ckpt_at": w.checkpoint_at}
+                for w in writes
+                if w.checkpoint_iteration is not None and w.checkpoint_at is not None
+            ]
+            job: sa.BindParameter[str] = sa.bindparam("b_job")
+            if saves:
+                conn.execute(
+                    sa.update(_jobs)
+                    .where(_jobs.c.job_id == job)
+                    .values(
+                        last_checkpoint_iteration=sa.bindparam("b_ckpt"),
+                        last_checkpoint_at=sa.bindparam("b_ckpt_at"),
+                    ),
+                    saves,
+                )
+            if steps:
+                at: sa.BindParameter[float] = sa.bindparam("b_at")
+                iteration: sa.BindParameter[int] = sa.bindparam("b_iter")
+                conn.execute(
+                    sa.update(_jobs)
+                    .where(_jobs.c.job_id == job)
+                    .values(last_progress_at=at, last_iteration=iteration),
+                    steps,
+                )
+                current = sa.select(_jobs.c.attempt).where(_jobs.c.job_id == job)
+                conn.execute(
+                    sa.update(_attempts)
+                    .where(
+                        (_attempts.c.job_id == job)
+                        & (_attempts.c.attempt == current.scalar_subquery())
+                    )
+                    .values(
+                        first_progress_at=sa.func.coalesce(_attempts.c.first_progress_at, at),
+                        first_iteration=sa.func.coalesce(_attempts.c.first_iteration, iteration),
+                        last_progress_at=at,
+                        last_iteration=iteration,
+                    ),
+                    steps,
+                )
 
     @staticmethod
     def _attempt_progress(

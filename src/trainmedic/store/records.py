@@ -210,3 +210,16 @@ class FollowerOffset:
     offset: int
     line_no: int
     saved_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressWrite:
+    """One job's progress or saved checkpoint, for ``record_progress`` (one transaction for
+    a whole cycle's writes): a step (``progress_at`` + ``iteration``, also written to the
+    job's current attempt) or a checkpoint (``checkpoint_iteration`` + ``checkpoint_at``)."""
+
+    job_id: str
+    progress_at: float | None = None
+    iteration: int | None = None
+    checkpoint_iteration: int | None = None
+    checkpoint_at: float | None = None
