@@ -98,6 +98,13 @@ def _seconds(
 
 
 @functools.lru_cache(maxsize=4096)
+def _iso_seconds(year: str, month: str, day: str, hh: str, mm: str, ss: str) -> float | None:
+    """``_seconds`` of an ISO date's digits, memoised on them: the lines of a live log share
+    their second, and this saves six ``int()`` and a ``timegm`` per line."""
+    return _seconds(int(year), int(month), int(day), int(hh), int(mm), int(ss), None)
+
+
+@functools.lru_cache(maxsize=4096)
 def _timegm(year: int, month: int, day: int, hh: int, mm: int, ss: int) -> int | None:
     """Memoised: the lines of a live log share their second (a pure function of its args)."""
     try:
@@ -179,8 +186,9 @@ def parse_prefix(
             continue
         m = _ISO.match(line, pos)
         if m:
-            y, mo, d, hh, mi, ss = (int(g) for g in m.group(1, 2, 3, 4, 5, 6))
-            ts = _seconds(y, mo, d, hh, mi, ss, m.group(7))
+            ts = _iso_seconds(*m.group(1, 2, 3, 4, 5, 6))
+            if ts is not None and m.group(7):
+                ts += float("0." + m.group(7))
             if ts is not None:
                 if m.group(8) is None:
                     ts = _in_zone(ts, tz)

@@ -138,11 +138,10 @@ def _point(line_no: int, text: str) -> Point | None:
     prefix = parse_prefix(text)
     body = text[prefix.body_start :]
     parsed = parse_progress(body)
-    loss = _loss(body)
+    # A step that printed its loss needs no second look for one.
+    loss = parsed.loss if parsed is not None and parsed.loss is not None else _loss(body)
     if parsed is None and loss is None:
         return None
-    if parsed is not None and parsed.loss is not None:
-        loss = parsed.loss
     return Point(
         line=line_no,
         iteration=parsed.iteration if parsed else None,
