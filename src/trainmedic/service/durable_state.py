@@ -6,6 +6,7 @@ and each job's progress and checkpoints (for the goodput accounting and the rest
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from trainmedic.core.engine.engine import Engine, Finding
@@ -69,10 +70,13 @@ class DurableState:
             return
         self._book.saved(due)
 
-    def _remember_progress(self, observations: list[Observation]) -> None:
+    def _remember_progress(
+        self, observations: list[Observation], jobs: Iterable[str] | None = None
+    ) -> None:
         """Store the cycle's checkpoints and each job's first (of a new attempt) and latest
-        progress: the progress of every job in one transaction (``record_progress``), in the
-        order ``update_job_progress`` calls would have written it."""
+        progress (of ``jobs``; None: every watched job): the progress of every job in one
+        transaction (``record_progress``), in the order ``update_job_progress`` calls would
+        have written it."""
         seen: dict[str, list[CheckpointSeen]] = {}
         writes: list[ProgressWrite] = []
         for obs in observations:
@@ -93,7 +97,7 @@ class DurableState:
         for job_id, checkpoints in seen.items():
             self.store.record_checkpoints(job_id, checkpoints)
         written: dict[str, tuple[Progress | None, Progress | None]] = {}
-        for job_id in self._jobs:
+        for job_id in self._jobs if jobs is None else jobs:
             first, last = self.engine.progress_of(job_id)
             written_first, written_last = self._progress_written.get(job_id, (None, None))
             if last is None or last is written_last:
