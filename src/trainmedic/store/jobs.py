@@ -199,40 +199,15 @@ class JobsRepository(StoreBase):
         """Idempotent: a known (job, attempt) keeps its first start time and nodes, unless it
         had none. Also makes ``attempt`` the job's current attempt when it is newer."""
         with self._write(f"start attempt {job_id}/{attempt}") as conn:
-            if not conn.execute(
-                sa.select(sa.func.count()).where(_jobs.c.job_id == job_id)
-            ).scalar_one():
-                raise NotFound(f"unknown job {job_id!r}")
-            key = (_attempts.c.job_id == job_id) & (_attempts.c.attempt == attempt)
-            existing = conn.execute(sa.select(_attempts).where(key)).mappings().first()
-            if existing is None:
-                conn.execute(
-                    sa.insert(_attempts).values(
-                        job_id=job_id, attempt=attempt, started_at=started_at, nodes=list(nodes)
-                    )
-                )
-            elif nodes and not existing["nodes"]:
-                conn.execute(sa.update(_attempts).where(key).values(nodes=list(nodes)))
-            conn.execute(
-                sa.update(_jobs)
-                .where((_jobs.c.job_id == job_id) & (_jobs.c.attempt < attempt))
-                .values(attempt=attempt)
-            )
-            row = conn.execute(sa.select(_attempts).where(key)).mappings().one()
+            row = start_attempt_in(conn, job_id, attempt, started_at, nodes)
         return attempt_from_row(row)
 
     def record_attempt_end(
         self, job_id: str, attempt: int, *, ended_at: float, end_state: str
     ) -> None:
         """The first end recorded wins, so re-observing a finished attempt changes nothing."""
-        key = (_attempts.c.job_id == job_id) & (_attempts.c.attempt == attempt)
         with self._write(f"end attempt {job_id}/{attempt}") as conn:
-            updated = conn.execute(
-                sa.update(_attempts)
-                .where(key & _attempts.c.ended_at.is_(None))
-                .values(ended_at=ended_at, end_state=end_state)
-            ).rowcount
-            if not updated and not conn.execute(sa.select(sa.func.count()).where(key)).scalar_one():
+            if not end_attempt_in(conn, job_id, attempt, ended_at, end_state):
                 raise NotFound(f"unknown attempt {job_id!r}/{attempt}")
 
     def list_attempts(self, job_id: str | None = None) -> list[AttemptRecord]:
@@ -241,3 +216,40 @@ class JobsRepository(StoreBase):
             query = query.where(_attempts.c.job_id == job_id)
         with self._read("list attempts") as conn:
             return [attempt_from_row(r) for r in conn.execute(query).mappings()]
+
+
+def start_attempt_in(
+    conn: sa.Connection, job_id: str, attempt: int, started_at: float, nodes: Sequence[str]
+) -> Any:
+    """``record_attempt_start`` inside the caller's transaction; the attempt's row."""
+    if not conn.execute(sa.select(sa.func.count()).where(_jobs.c.job_id == job_id)).scalar_one():
+        raise NotFound(f"unknown job {job_id!r}")
+    key = (_attempts.c.job_id == job_id) & (_attempts.c.attempt == attempt)
+    existing = conn.execute(sa.select(_attempts).where(key)).mappings().first()
+    if existing is None:
+        conn.execute(
+            sa.insert(_attempts).values(
+                job_id=job_id, attempt=attempt, started_at=started_at, nodes=list(nodes)
+            )
+        )
+    elif nodes and not existing["nodes"]:
+        conn.execute(sa.update(_attempts).where(key).values(nodes=list(nodes)))
+    conn.execute(
+        sa.update(_jobs)
+        .where((_jobs.c.job_id == job_id) & (_jobs.c.attempt < attempt))
+        .values(attempt=attempt)
+    )
+    return conn.execute(sa.select(_attempts).where(key)).mappings().one()
+
+
+def end_attempt_in(
+    conn: sa.Connection, job_id: str, attempt: int, ended_at: float, end_state: str
+) -> bool:
+    """``record_attempt_end`` inside the caller's transaction; False: no such attempt."""
+    key = (_attempts.c.job_id == job_id) & (_attempts.c.attempt == attempt)
+    updated = conn.execute(
+        sa.update(_attempts)
+        .where(key & _attempts.c.ended_at.is_(None))
+        .values(ended_at=ended_at, end_state=end_state)
+    ).rowcount
+    return bool(updated) or bool(conn.execute(sa.select(sa.func.count()).where(key)).scalar_one())

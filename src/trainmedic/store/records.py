@@ -223,3 +223,18 @@ class ProgressWrite:
     iteration: int | None = None
     checkpoint_iteration: int | None = None
     checkpoint_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobStateChange:
+    """What a scheduler poll at ``at`` changed of one job, for ``record_job_states``: the
+    stored attempt that stopped (``ended``: its number and end state), the job's new state
+    and attempt, and whether that attempt started running (on ``nodes``)."""
+
+    job_id: str
+    state: str
+    attempt: int
+    at: float
+    nodes: tuple[str, ...] = ()
+    ended: tuple[int, str] | None = None
+    started: bool = False
