@@ -13,7 +13,15 @@ import pytest
 from tests.integration.serve_helpers import wait
 
 from trainmedic.core.model import Action, Advice, Category, Kind, Verdict
-from trainmedic.store import AdviceMode, AdviceStatus, InvalidTransition, JobSpec, Store
+from trainmedic.store import (
+    AdviceMode,
+    AdviceStatus,
+    InvalidTransition,
+    JobSpec,
+    JobStateChange,
+    ProgressWrite,
+    Store,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -210,3 +218,33 @@ def test_checkpoints_and_feedback_for_the_accounting(store: Store) -> None:
     store.add_feedback(advice.id, agree=True, action_taken="restart", now=14.0, by="ops")
     (answer,) = load_feedback(store)
     assert (answer.category, answer.agree) == (Category.STORAGE, True)
+
+
+def test_a_cycles_progress_and_state_changes_in_one_write_each(store: Store) -> None:
+    """``record_job_states`` and ``record_progress`` (executemany with a correlated
+    subquery) on PostgreSQL: the same rows as the calls one by one."""
+    jobs = [f"pg-b{i}" for i in range(3)]
+    for job_id in jobs:
+        store.register_job(job_id, "slurm", now=1.0)
+    store.record_job_states(
+        [JobStateChange(j, "RUNNING", 0, 2.0, nodes=("n1",), started=True) for j in jobs]
+    )
+    store.record_progress(
+        [ProgressWrite(j, progress_at=3.0 + i, iteration=10 * i) for i, j in enumerate(jobs)]
+        + [ProgressWrite(jobs[0], progress_at=9.0, iteration=99)]
+        + [ProgressWrite(jobs[1], checkpoint_iteration=5, checkpoint_at=8.0)]
+    )
+    store.record_job_states([JobStateChange(jobs[2], "FAILED", 0, 10.0, ended=(0, "FAILED"))])
+    got = {
+        j.job_id: (j.state, j.last_iteration, j.last_checkpoint_iteration)
+        for j in store.list_jobs()
+        if j.job_id in jobs
+    }
+    assert got == {
+        "pg-b0": ("RUNNING", 99, None),
+        "pg-b1": ("RUNNING", 10, 5),
+        "pg-b2": ("FAILED", 20, None),
+    }
+    first = store.list_attempts("pg-b0")[0]
+    assert (first.first_iteration, first.last_iteration, first.nodes) == (0, 99, ("n1",))
+    assert store.list_attempts("pg-b2")[0].end_state == "FAILED"

@@ -198,3 +198,34 @@ def test_crlf_split_between_two_reads_is_one_line_end(tmp_path: Path) -> None:
     assert texts(follower) == ["one"]
     append(log, b"\ntwo\r\n")
     assert [(x.line_no, x.text) for x in follower.poll()] == [(2, "two")]
+
+
+class _CountingFile:
+    """The follower's file, counting its reads."""
+
+    def __init__(self, real: object) -> None:
+        self.real, self.reads = real, 0
+
+    def read(self, size: int) -> bytes:
+        self.reads += 1
+        return self.real.read(size)  # type: ignore[attr-defined, no-any-return]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.real, name)
+
+
+def test_a_poll_that_reaches_the_end_reads_once(tmp_path: Path) -> None:
+    """A read that stops short is the end of the file: no second read to be told so (one
+    read per followed file per poll, thousands of files every cycle)."""
+    log = tmp_path / "a.log"
+    log.write_text("one\n")
+    follower = LogFollower(log)
+    assert texts(follower) == ["one"]
+    counting = _CountingFile(follower._file)
+    follower._file = counting  # type: ignore[assignment]
+    append(log, b"two\nthr")
+    assert texts(follower) == ["two"]
+    append(log, b"ee\n")
+    assert texts(follower) == ["three"]
+    assert counting.reads == 2
+    follower.close()

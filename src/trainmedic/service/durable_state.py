@@ -10,7 +10,9 @@ taking the lead) meets the evidence again and makes the finding itself.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from trainmedic.core.engine.engine import Engine, Finding
@@ -19,7 +21,7 @@ from trainmedic.core.observations import CheckpointSaved, Observation, Progress
 from trainmedic.schedulers.base import ClusterSnapshot
 from trainmedic.service.decisions import Decision, DecisionRecorder
 from trainmedic.sources.offsets import OffsetBook
-from trainmedic.store import CheckpointSeen, NotFound, Store
+from trainmedic.store import CheckpointSeen, JobStateChange, NotFound, ProgressWrite, Store
 
 if TYPE_CHECKING:
     from trainmedic.service.watched_jobs import JobSources
@@ -67,22 +69,32 @@ class DurableState:
         stored as consumed. Until then a restart (or the next leader) must meet it again."""
         return not self._unstored and not self.engine.settling
 
-    def _save_ended_states(self) -> None:
+    def _save_ended_states(self, now: float) -> None:
         """Store the jobs the scheduler showed ended (held back by ``_scheduler_observations``
-        until now): a service that starts, or takes the lead, lets a job stored as ended go
-        unwatched, so its ending is stored only once the finding it led to is (one job's
-        settling finding holds back its own ending, not another job's)."""
+        until now), in one transaction: a service that starts, or takes the lead, lets a job
+        stored as ended go unwatched, so its ending is stored only once the finding it led to
+        is (one job's settling finding holds back its own ending, not another job's)."""
         waiting = {f.job_id for f in self._unstored}
-        for job_id, (state, attempt) in list(self._ended_due.items()):
-            if job_id in waiting or self.engine.settles(job_id):
-                continue
-            try:
-                self.store.update_job_progress(job_id, state=state, attempt=attempt)
-            except NotFound:
-                pass  # no such job stored: nothing to mark
-            except StoreError as exc:
-                log.warning("job %s: ended state not stored (tried again): %s", job_id, exc)
-                return
+        ready = {
+            job_id: due
+            for job_id, due in self._ended_due.items()
+            if job_id not in waiting and not self.engine.settles(job_id)
+        }
+        if not ready:
+            return
+        changes = [JobStateChange(j, state, attempt, now) for j, (state, attempt) in ready.items()]
+        try:
+            self.store.record_job_states(changes)
+        except NotFound:
+            # A job no longer stored (removed meanwhile): nothing to mark for it; the others
+            # one by one, so one missing row does not hold back every ending.
+            for change in changes:
+                with contextlib.suppress(NotFound):
+                    self.store.record_job_states([change])
+        except StoreError as exc:
+            log.warning("ended states of %d jobs not stored (tried again): %s", len(ready), exc)
+            return
+        for job_id in ready:
             del self._ended_due[job_id]
 
     def _save_offsets(self) -> None:
@@ -98,34 +110,45 @@ class DurableState:
             return
         self._book.saved(due)
 
-    def _remember_progress(self, observations: list[Observation]) -> None:
+    def _remember_progress(
+        self, observations: list[Observation], jobs: Iterable[str] | None = None
+    ) -> None:
+        """Store the cycle's checkpoints and each job's first (of a new attempt) and latest
+        progress (of ``jobs``; None: every watched job): the progress of every job in one
+        transaction (``record_progress``), in the order ``update_job_progress`` calls would
+        have written it."""
         seen: dict[str, list[CheckpointSeen]] = {}
+        writes: list[ProgressWrite] = []
         for obs in observations:
-            if isinstance(obs, CheckpointSaved) and obs.job_id in self._jobs:
+            if not isinstance(obs, CheckpointSaved):
+                continue
+            if obs.job_id in self._jobs:
                 seen.setdefault(obs.job_id, []).append(
                     CheckpointSeen(obs.iteration, obs.time, begun=obs.in_progress)
                 )
-            if (
-                isinstance(obs, CheckpointSaved)
-                and not obs.in_progress
-                and obs.iteration > self._checkpoint_iter.get(obs.job_id, -1)
-            ):
+            if not obs.in_progress and obs.iteration > self._checkpoint_iter.get(obs.job_id, -1):
                 self._checkpoint_iter[obs.job_id] = obs.iteration
                 if obs.job_id in self._jobs:
-                    self.store.update_job_progress(
-                        obs.job_id, checkpoint_iteration=obs.iteration, checkpoint_at=obs.time
+                    writes.append(
+                        ProgressWrite(
+                            obs.job_id, checkpoint_iteration=obs.iteration, checkpoint_at=obs.time
+                        )
                     )
         for job_id, checkpoints in seen.items():
             self.store.record_checkpoints(job_id, checkpoints)
-        for job_id in self._jobs:
+        written: dict[str, tuple[Progress | None, Progress | None]] = {}
+        for job_id in self._jobs if jobs is None else jobs:
             first, last = self.engine.progress_of(job_id)
             written_first, written_last = self._progress_written.get(job_id, (None, None))
             if last is None or last is written_last:
                 continue
             if first is not None and first is not written_first:
                 # A new attempt's first progress: its start of productive work is exact.
-                self.store.update_job_progress(
-                    job_id, progress_at=first.time, iteration=first.iteration
+                writes.append(
+                    ProgressWrite(job_id, progress_at=first.time, iteration=first.iteration)
                 )
-            self.store.update_job_progress(job_id, progress_at=last.time, iteration=last.iteration)
-            self._progress_written[job_id] = (first, last)
+            writes.append(ProgressWrite(job_id, progress_at=last.time, iteration=last.iteration))
+            written[job_id] = (first, last)
+        self.store.record_progress(writes)
+        # Only once stored: a refused write is tried again next cycle.
+        self._progress_written.update(written)

@@ -181,7 +181,7 @@ class Service(WatchedJobs, DurableState, SchedulerObservations):
             self._retire_ended(snapshot, now)
             if self.notifier is not None:
                 self.notifier.cycle(result.decisions, result.executed, now)
-            self._save_ended_states()
+            self._save_ended_states(now)
             self._save_offsets()
             return result
 

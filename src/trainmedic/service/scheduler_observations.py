@@ -4,7 +4,6 @@ turned into "unknown" (told once per job per outage), never into "gone"."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -20,7 +19,7 @@ from trainmedic.schedulers.base import ClusterSnapshot
 from trainmedic.service.node_sources import NodeSources
 from trainmedic.service.progress_format import ProgressFormatCheck
 from trainmedic.service.source_status import SourceBoard
-from trainmedic.store import JobRecord, NotFound, Store
+from trainmedic.store import JobRecord, JobStateChange, Store
 
 if TYPE_CHECKING:
     from trainmedic.service.watched_jobs import JobSources
@@ -54,6 +53,7 @@ class SchedulerObservations:
         for job_id in sorted(self._scheduler_unknown):
             out.append(SourceRecovered(snapshot.time, "scheduler", job_id=job_id))
         self._scheduler_unknown.clear()
+        changes: list[JobStateChange] = []
         for job in snapshot.jobs:
             if job.job_id not in self._jobs:
                 continue
@@ -76,37 +76,41 @@ class SchedulerObservations:
             stored = stored_jobs.get(job.job_id)
             # A requeued job still lists its old nodes while completing: an attempt's nodes
             # are recorded once it runs.
-            if stored is None or stored.state != job.state.value or stored.attempt != job.attempt:
-                self._end_attempt(stored, job.state, job.attempt, snapshot.time)
+            held = self._ended_due.get(job.job_id) == (job.state.value, job.attempt)
+            changed = stored is None or stored.state != job.state.value
+            if not held and (changed or stored is None or stored.attempt != job.attempt):
                 if job.state.is_terminal():
                     # Stored once the findings it leads to are (durable_state): a job stored
                     # as ended is let go by the next leader, its finding with it.
                     self._ended_due[job.job_id] = (job.state.value, job.attempt)
                 else:
                     self._ended_due.pop(job.job_id, None)
-                    self.store.update_job_progress(
-                        job.job_id, state=job.state.value, attempt=job.attempt
+                changes.append(
+                    JobStateChange(
+                        job.job_id,
+                        None if job.state.is_terminal() else job.state.value,
+                        job.attempt,
+                        snapshot.time,
+                        nodes=job.nodes,
+                        ended=_ended_attempt(stored, job.state, job.attempt),
+                        started=bool(job.nodes) and job.state is JobState.RUNNING,
                     )
-                if job.nodes and job.state is JobState.RUNNING:
-                    self.store.record_attempt_start(
-                        job.job_id, job.attempt, started_at=snapshot.time, nodes=job.nodes
-                    )
+                )
+        # One transaction for the poll's changes, each job's in the order it happened.
+        self.store.record_job_states(changes)
         for node in snapshot.nodes:
             out.append(NodeStatus(snapshot.time, node.name, node.state, node.reason))
         return out
 
-    def _end_attempt(
-        self, stored: JobRecord | None, state: JobState, attempt: int, now: float
-    ) -> None:
-        """The stored attempt stopped running (another state or a newer attempt): record
-        when, for the downtime accounting (the first end recorded wins)."""
-        if stored is None or stored.state != JobState.RUNNING.value:
-            return
-        if state is JobState.RUNNING and attempt == stored.attempt:
-            return
-        end_state = state.value if attempt == stored.attempt else JobState.REQUEUED.value
-        # NotFound: the attempt was never seen running with its nodes, nothing to close.
-        with contextlib.suppress(NotFound):
-            self.store.record_attempt_end(
-                stored.job_id, stored.attempt, ended_at=now, end_state=end_state
-            )
+
+def _ended_attempt(
+    stored: JobRecord | None, state: JobState, attempt: int
+) -> tuple[int, str] | None:
+    """The stored attempt stopped running (another state or a newer attempt): its number and
+    end state, recorded for the downtime accounting (the first end recorded wins; one never
+    seen running with its nodes has nothing to close)."""
+    if stored is None or stored.state != JobState.RUNNING.value:
+        return None
+    if state is JobState.RUNNING and attempt == stored.attempt:
+        return None
+    return stored.attempt, state.value if attempt == stored.attempt else JobState.REQUEUED.value

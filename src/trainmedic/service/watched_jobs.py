@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import tzinfo
 from typing import TYPE_CHECKING
 
@@ -102,7 +102,9 @@ class WatchedJobs:
 
     if TYPE_CHECKING:
 
-        def _remember_progress(self, observations: list[Observation]) -> None: ...
+        def _remember_progress(
+            self, observations: list[Observation], jobs: Iterable[str] | None = None
+        ) -> None: ...
 
     # -- registration --------------------------------------------------------------------
 
@@ -154,15 +156,18 @@ class WatchedJobs:
             )
             self._watch(found.job_id, found.spec)
 
-    def _drain(self, sources: JobSources, now: float) -> JobSources:
-        """Read what the job's files still hold before letting them go: no line is lost to a
-        service that fell behind."""
+    def _drain(self, job_id: str, now: float) -> JobSources:
+        """Read what the job's files still hold before letting them go (no line is lost to a
+        service that fell behind), store its progress and checkpoints, and stop watching it.
+        Only this job's progress is looked at: retiring many jobs costs each its own."""
+        sources = self._jobs[job_id]
         for _ in range(DRAIN_POLLS):
             final = sources.poll()
             if not final:
                 break
             self.engine.observe_all(final, now)
-            self._remember_progress(final)
+            self._remember_progress(final, (job_id,))
+        del self._jobs[job_id]
         return sources
 
     def _retire_ended(self, snapshot: ClusterSnapshot, now: float) -> None:
@@ -173,6 +178,7 @@ class WatchedJobs:
             return  # silence is not an ending
         states = {job.job_id: job.state for job in snapshot.jobs}
         released: dict[str, JobSources] = {}
+        active: set[str] | None = None  # jobs with advice in progress: asked once a cycle
         for job_id in list(self._jobs):
             state = states.get(job_id)
             if state is not None and not state.is_terminal():
@@ -181,9 +187,11 @@ class WatchedJobs:
             since = self._ended_since.setdefault(job_id, now)
             if now - since < self.config.service.unwatch_after_s:
                 continue
-            if self.store.active_advice(job_id):
+            if active is None:
+                active = {advice.job_id for advice in self.store.active_advice()}
+            if job_id in active:
                 continue  # a restart may still bring it back
-            released[job_id] = self._drain(self._jobs.pop(job_id), now)
+            released[job_id] = self._drain(job_id, now)
             self.engine.unwatch(job_id)
             self._ended_since.pop(job_id, None)
             self._progress_written.pop(job_id, None)

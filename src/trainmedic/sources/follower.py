@@ -217,8 +217,9 @@ class LogFollower:
         """Read up to ``budget`` bytes; True when the end of the file was reached."""
         assert self._file is not None
         while budget > 0:
+            want = min(budget, 1024 * 1024)
             try:
-                chunk = self._file.read(min(budget, 1024 * 1024))
+                chunk = self._file.read(want)
             except OSError as exc:
                 # The file cannot be read now: unknown, not an error of the whole service
                 # loop. Reopened once readable, where it stopped if it is the same file.
@@ -233,6 +234,8 @@ class LogFollower:
             base = self._pos
             self._pos += len(chunk)
             self._split(chunk, base, out)
+            if len(chunk) < want:
+                return True  # a buffered read stops short only at the end: no read to tell
         return False
 
     def _split(self, chunk: bytes, base: int, out: list[FollowedLine]) -> None:

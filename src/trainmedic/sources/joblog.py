@@ -161,7 +161,7 @@ class JobLogSource:
         # Dated before the look-back window: progress history, never evidence.
         history = settled is None
         t = settled if settled is not None else (stamp or now)
-        begin = _CKPT_BEGIN.search(body)
+        begin = _CKPT_BEGIN.search(body) if "checkpoint begin" in body else None
         saved = None if begin else parse_checkpoint(body)
         if begin:
             out.append(

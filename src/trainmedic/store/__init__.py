@@ -20,6 +20,7 @@ from trainmedic.store.accounting import (
 from trainmedic.store.base import InvalidTransition, NotFound, normalise_url, redact_url
 from trainmedic.store.decisions import DecisionsRepository, StoredDecision
 from trainmedic.store.jobs import JobsRepository
+from trainmedic.store.jobstates import JobStatesRepository
 from trainmedic.store.nodes import NodesRepository
 from trainmedic.store.offsets import OffsetsRepository
 from trainmedic.store.records import (
@@ -34,13 +35,20 @@ from trainmedic.store.records import (
     IncidentRecord,
     JobRecord,
     JobSpec,
+    JobStateChange,
     NodeEvent,
     NodeHistoryEntry,
+    ProgressWrite,
 )
 
 
 class Store(
-    JobsRepository, DecisionsRepository, NodesRepository, AccountingRepository, OffsetsRepository
+    JobsRepository,
+    JobStatesRepository,
+    DecisionsRepository,
+    NodesRepository,
+    AccountingRepository,
+    OffsetsRepository,
 ):
     """Every repository over one engine: ``Store("sqlite:///path/state.db")``."""
 
@@ -66,9 +74,11 @@ __all__ = [
     "InvalidTransition",
     "JobRecord",
     "JobSpec",
+    "JobStateChange",
     "NodeEvent",
     "NodeHistoryEntry",
     "NotFound",
+    "ProgressWrite",
     "Store",
     "StoredDecision",
     "normalise_url",

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from trainmedic.store import schema
 from trainmedic.store.base import DuplicateKey, NotFound, StoreBase
 from trainmedic.store.codec import attempt_from_row, job_from_row, spec_to_dict
-from trainmedic.store.records import AttemptRecord, JobRecord, JobSpec
+from trainmedic.store.records import AttemptRecord, JobRecord, JobSpec, ProgressWrite
 
 _jobs = schema.jobs
 _attempts = schema.attempts
@@ -111,6 +111,72 @@ class JobsRepository(StoreBase):
                 ).scalar_one()
                 self._attempt_progress(conn, job_id, current, progress_at, iteration)
 
+    def record_progress(self, writes: Sequence[ProgressWrite]) -> None:
+        """A cycle's progress and checkpoints of every job, in one transaction and in the
+        order given (a job's first step of an attempt before its latest): what the same
+        ``update_job_progress`` calls would store, at the cost of a few statements whatever
+        the number of jobs. An unknown job is ``NotFound`` and nothing is stored."""
+        if not writes:
+            return
+        ids = sorted({w.job_id for w in writes})
+        with self._write(f"progress of {len(ids)} jobs") as conn:
+            known: set[str] = set()
+            for first in range(0, len(ids), 500):  # SQLite caps the bound parameters
+                chunk = ids[first : first + 500]
+                known.update(
+                    conn.execute(sa.select(_jobs.c.job_id).where(_jobs.c.job_id.in_(chunk)))
+                    .scalars()
+                    .all()
+                )
+            missing = [job_id for job_id in ids if job_id not in known]
+            if missing:
+                raise NotFound(f"unknown job {missing[0]!r}")
+            steps = [
+                {"b_job": w.job_id, "b_at": w.progress_at, "b_iter": w.iteration}
+                for w in writes
+                if w.progress_at is not None and w.iteration is not None
+            ]
+            saves = [
+                {"b_job": w.job_id, "b_ckpt": w.checkpoint_iteration, "b_ckpt_at": w.checkpoint_at}
+                for w in writes
+                if w.checkpoint_iteration is not None and w.checkpoint_at is not None
+            ]
+            job: sa.BindParameter[str] = sa.bindparam("b_job")
+            if saves:
+                conn.execute(
+                    sa.update(_jobs)
+                    .where(_jobs.c.job_id == job)
+                    .values(
+                        last_checkpoint_iteration=sa.bindparam("b_ckpt"),
+                        last_checkpoint_at=sa.bindparam("b_ckpt_at"),
+                    ),
+                    saves,
+                )
+            if steps:
+                at: sa.BindParameter[float] = sa.bindparam("b_at")
+                iteration: sa.BindParameter[int] = sa.bindparam("b_iter")
+                conn.execute(
+                    sa.update(_jobs)
+                    .where(_jobs.c.job_id == job)
+                    .values(last_progress_at=at, last_iteration=iteration),
+                    steps,
+                )
+                current = sa.select(_jobs.c.attempt).where(_jobs.c.job_id == job)
+                conn.execute(
+                    sa.update(_attempts)
+                    .where(
+                        (_attempts.c.job_id == job)
+                        & (_attempts.c.attempt == current.scalar_subquery())
+                    )
+                    .values(
+                        first_progress_at=sa.func.coalesce(_attempts.c.first_progress_at, at),
+                        first_iteration=sa.func.coalesce(_attempts.c.first_iteration, iteration),
+                        last_progress_at=at,
+                        last_iteration=iteration,
+                    ),
+                    steps,
+                )
+
     @staticmethod
     def _attempt_progress(
         conn: sa.Connection, job_id: str, attempt: int, at: float, iteration: int
@@ -133,40 +199,15 @@ class JobsRepository(StoreBase):
         """Idempotent: a known (job, attempt) keeps its first start time and nodes, unless it
         had none. Also makes ``attempt`` the job's current attempt when it is newer."""
         with self._write(f"start attempt {job_id}/{attempt}") as conn:
-            if not conn.execute(
-                sa.select(sa.func.count()).where(_jobs.c.job_id == job_id)
-            ).scalar_one():
-                raise NotFound(f"unknown job {job_id!r}")
-            key = (_attempts.c.job_id == job_id) & (_attempts.c.attempt == attempt)
-            existing = conn.execute(sa.select(_attempts).where(key)).mappings().first()
-            if existing is None:
-                conn.execute(
-                    sa.insert(_attempts).values(
-                        job_id=job_id, attempt=attempt, started_at=started_at, nodes=list(nodes)
-                    )
-                )
-            elif nodes and not existing["nodes"]:
-                conn.execute(sa.update(_attempts).where(key).values(nodes=list(nodes)))
-            conn.execute(
-                sa.update(_jobs)
-                .where((_jobs.c.job_id == job_id) & (_jobs.c.attempt < attempt))
-                .values(attempt=attempt)
-            )
-            row = conn.execute(sa.select(_attempts).where(key)).mappings().one()
+            row = start_attempt_in(conn, job_id, attempt, started_at, nodes)
         return attempt_from_row(row)
 
     def record_attempt_end(
         self, job_id: str, attempt: int, *, ended_at: float, end_state: str
     ) -> None:
         """The first end recorded wins, so re-observing a finished attempt changes nothing."""
-        key = (_attempts.c.job_id == job_id) & (_attempts.c.attempt == attempt)
         with self._write(f"end attempt {job_id}/{attempt}") as conn:
-            updated = conn.execute(
-                sa.update(_attempts)
-                .where(key & _attempts.c.ended_at.is_(None))
-                .values(ended_at=ended_at, end_state=end_state)
-            ).rowcount
-            if not updated and not conn.execute(sa.select(sa.func.count()).where(key)).scalar_one():
+            if not end_attempt_in(conn, job_id, attempt, ended_at, end_state):
                 raise NotFound(f"unknown attempt {job_id!r}/{attempt}")
 
     def list_attempts(self, job_id: str | None = None) -> list[AttemptRecord]:
@@ -175,3 +216,40 @@ class JobsRepository(StoreBase):
             query = query.where(_attempts.c.job_id == job_id)
         with self._read("list attempts") as conn:
             return [attempt_from_row(r) for r in conn.execute(query).mappings()]
+
+
+def start_attempt_in(
+    conn: sa.Connection, job_id: str, attempt: int, started_at: float, nodes: Sequence[str]
+) -> Any:
+    """``record_attempt_start`` inside the caller's transaction; the attempt's row."""
+    if not conn.execute(sa.select(sa.func.count()).where(_jobs.c.job_id == job_id)).scalar_one():
+        raise NotFound(f"unknown job {job_id!r}")
+    key = (_attempts.c.job_id == job_id) & (_attempts.c.attempt == attempt)
+    existing = conn.execute(sa.select(_attempts).where(key)).mappings().first()
+    if existing is None:
+        conn.execute(
+            sa.insert(_attempts).values(
+                job_id=job_id, attempt=attempt, started_at=started_at, nodes=list(nodes)
+            )
+        )
+    elif nodes and not existing["nodes"]:
+        conn.execute(sa.update(_attempts).where(key).values(nodes=list(nodes)))
+    conn.execute(
+        sa.update(_jobs)
+        .where((_jobs.c.job_id == job_id) & (_jobs.c.attempt < attempt))
+        .values(attempt=attempt)
+    )
+    return conn.execute(sa.select(_attempts).where(key)).mappings().one()
+
+
+def end_attempt_in(
+    conn: sa.Connection, job_id: str, attempt: int, ended_at: float, end_state: str
+) -> bool:
+    """``record_attempt_end`` inside the caller's transaction; False: no such attempt."""
+    key = (_attempts.c.job_id == job_id) & (_attempts.c.attempt == attempt)
+    updated = conn.execute(
+        sa.update(_attempts)
+        .where(key & _attempts.c.ended_at.is_(None))
+        .values(ended_at=ended_at, end_state=end_state)
+    ).rowcount
+    return bool(updated) or bool(conn.execute(sa.select(sa.func.count()).where(key)).scalar_one())

@@ -74,9 +74,10 @@ class OffsetsRepository(StoreBase):
         """Replace the stored position of each path given; returns how many were written."""
         rows = {}
         for p in positions:
+            key = path_key(p.path)
             row = {name: getattr(p, name) for name in _FIELDS}
             row.update({name: _signed(row[name]) for name in _WIDE})
-            rows[path_key(p.path)] = {"path_key": path_key(p.path), **row}
+            rows[key] = {"path_key": key, **row}
         if not rows:
             return 0
         with self._write(f"save {len(rows)} follower offsets") as conn:

@@ -210,3 +210,32 @@ class FollowerOffset:
     offset: int
     line_no: int
     saved_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressWrite:
+    """One job's progress or saved checkpoint, for ``record_progress`` (one transaction for
+    a whole cycle's writes): a step (``progress_at`` + ``iteration``, also written to the
+    job's current attempt) or a checkpoint (``checkpoint_iteration`` + ``checkpoint_at``)."""
+
+    job_id: str
+    progress_at: float | None = None
+    iteration: int | None = None
+    checkpoint_iteration: int | None = None
+    checkpoint_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobStateChange:
+    """What a scheduler poll at ``at`` changed of one job, for ``record_job_states``: the
+    stored attempt that stopped (``ended``: its number and end state), the job's new state
+    and attempt (``state`` None: both left as stored, an ending held back until the
+    findings it led to are stored), and whether that attempt started running (on ``nodes``)."""
+
+    job_id: str
+    state: str | None
+    attempt: int
+    at: float
+    nodes: tuple[str, ...] = ()
+    ended: tuple[int, str] | None = None
+    started: bool = False

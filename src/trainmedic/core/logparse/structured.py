@@ -13,7 +13,9 @@ its trigger strings (one combined regex scan per line for all parsers).
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -69,6 +71,14 @@ def _parsers() -> list[BlockParser]:
     ]
 
 
+@functools.cache
+def _gate(triggers: tuple[str, ...]) -> Callable[[str], re.Match[str] | None]:
+    """One search for any trigger; built once per set of parsers (every scanned file, and a
+    service scans thousands, has the same set)."""
+    ordered = sorted(set(triggers), key=len, reverse=True)
+    return re.compile("|".join(re.escape(t) for t in ordered)).search
+
+
 class StructuredScan:
     """Runs every block parser over one file's lines (message bodies, prefixes removed)."""
 
@@ -76,8 +86,7 @@ class StructuredScan:
 
     def __init__(self, parsers: list[BlockParser] | None = None) -> None:
         self._parsers = _parsers() if parsers is None else parsers
-        triggers = sorted({t for p in self._parsers for t in p.triggers}, key=len, reverse=True)
-        self._gate = re.compile("|".join(re.escape(t) for t in triggers)).search
+        self._gate = _gate(tuple(t for p in self._parsers for t in p.triggers))
         self._live: list[BlockParser] = []  # parsers inside a block after the last line
         self.live = False  # some parser is inside a block: every line goes to it
 

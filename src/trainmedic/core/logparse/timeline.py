@@ -9,6 +9,12 @@ non-finite value) and whether the iteration counter went back (a restart from a 
 Bounded: at most ``MAX_POINTS`` points are kept (when full, every other one is dropped and
 only every second candidate is parsed from then on), plus the last ``LAST_POINTS`` candidates
 parsed at the end, so a billion-line log costs what a million-line one does.
+
+Lazy: a candidate chosen to be kept is parsed only when the timeline is asked for, or once
+the kept points and the candidates waiting to be parsed could fill ``MAX_POINTS`` (only then
+can a parse change which later candidates are kept): the same points as parsing each at
+once, at no cost for a file whose timeline nobody reads (a live job's log that ends without
+a failure), and no more memory (a waiting line takes a point's place).
 """
 
 from __future__ import annotations
@@ -159,11 +165,10 @@ def _point(line_no: int, text: str) -> Point | None:
     prefix = parse_prefix(text)
     body = text[prefix.body_start :]
     parsed = parse_progress(body)
-    loss = _loss(body)
+    # A step that printed its loss needs no second look for one.
+    loss = parsed.loss if parsed is not None and parsed.loss is not None else _loss(body)
     if parsed is None and loss is None:
         return None
-    if parsed is not None and parsed.loss is not None:
-        loss = parsed.loss
     return Point(
         line=line_no,
         iteration=parsed.iteration if parsed else None,
@@ -185,6 +190,7 @@ class TimelineTracker:
         "_init_started",
         "_last",
         "_past_opening",
+        "_pending",
         "_points",
         "_running",
         "_seen",
@@ -193,6 +199,7 @@ class TimelineTracker:
 
     def __init__(self) -> None:
         self._points: list[Point] = []
+        self._pending: list[tuple[int, str]] = []  # kept candidates not parsed yet, in order
         self._last: deque[tuple[int, str]] = deque(maxlen=LAST_POINTS)
         self._running: deque[tuple[int, float | None]] = deque(maxlen=MAX_RUNNING)
         self._finished: int | None = None
@@ -253,8 +260,15 @@ class TimelineTracker:
         if len(self._last) == LAST_POINTS:
             old_line, old_text = self._last[0]
             if (self._seen - LAST_POINTS) % self._stride == 0:
-                self._keep(old_line, old_text)
+                self._pending.append((old_line, old_text))
+                if len(self._points) + len(self._pending) >= MAX_POINTS:
+                    self._parse_pending()  # the parses may halve the points and the stride
         self._last.append((line_no, text))
+
+    def _parse_pending(self) -> None:
+        pending, self._pending = self._pending, []
+        for line_no, text in pending:
+            self._keep(line_no, text)
 
     def _keep(self, line_no: int, text: str) -> None:
         point = _point(line_no, text)
@@ -266,6 +280,7 @@ class TimelineTracker:
             self._stride *= 2
 
     def timeline(self, lines: int, source: str = "") -> Timeline:
+        self._parse_pending()
         tail = [p for p in (_point(n, t) for n, t in self._last) if p is not None]
         return Timeline(
             points=(*self._points, *tail),
