@@ -91,3 +91,16 @@ def test_a_resumed_engine_blames_the_lost_attempts_dead_node_on_that_attempt() -
 def test_a_resumed_engine_leaves_a_node_death_an_incident_holds_or_long_past() -> None:
     assert _node_down(_resumed_after_a_requeue(frozenset({"n2"})), 102.0) == []
     assert _node_down(_resumed_after_a_requeue(), 99.0 + REQUEUE_GRACE_S + 5.0) == []
+
+
+def test_a_resumed_engine_does_not_take_the_lost_attempts_reports_read_again() -> None:
+    """The store says attempt 1 runs; the log is read again from an offset held back before
+    attempt 0 ended: its last reports are not attempt 1's progress."""
+    engine = Engine(SMALL_JOB, settle_s=0.5)
+    engine.resume("j", 1, 100.0, ("n3", "n4"), met_at=110.0)
+    engine.observe(JobStatus(110.0, "j", JobState.RUNNING, ("n3", "n4"), 1), 110.0)
+    engine.observe_all(_reports(80.0, range(5, 10), received=110.1), 110.1)
+    assert engine.progress_of("j") == (None, None)
+    engine.observe_all(_reports(111.0, range(20, 22), received=111.5), 111.5)
+    first, _ = engine.progress_of("j")
+    assert first is not None and first.iteration == 20

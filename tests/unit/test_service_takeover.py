@@ -23,10 +23,12 @@ from trainmedic.store import JobSpec, Store, sqlite_url
 from trainmedic.store.leader import Leadership, leadership_for
 
 
-def _report(log: Path, iterations: range) -> None:
+def _report(log: Path, iterations: range, ago_s: float = 0.0) -> None:
+    """Progress lines of rank 0, printed ``ago_s`` before now."""
     with log.open("a") as f:
         for i in iterations:
-            stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+            at = datetime.fromtimestamp(time.time() - ago_s, UTC)
+            stamp = at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
             f.write(f"{stamp} [rank0] node=node1 iter={i} loss=0.5\n")
 
 
@@ -138,10 +140,11 @@ def _node_death_setup(
     b = Service(config, store_b, sched, executor_id="b", leadership=leadership_for(store_b))
     a.cycle()
     b.cycle()
-    _report(log, range(1, 5))
+    _report(log, range(1, 5), ago_s=40.0)
     a.cycle()
-    # node2's GPU falls off the bus and the node dies; Slurm requeues the job by itself onto
-    # other nodes between two polls (a --requeue job after NODE_FAIL).
+    # node2's GPU falls off the bus and the node dies; Slurm requeues the job by itself (a
+    # --requeue job after NODE_FAIL). The lost attempt's last reports, printed before it
+    # died, reach the log late.
     with (tmp_path / "node2.kern.log").open("a") as f:
         f.write(
             f"{datetime.now(UTC).isoformat()} node2 kernel: NVRM: Xid (PCI:0000:5e:00): 79, "
@@ -149,9 +152,15 @@ def _node_death_setup(
         )
     sched.nodes["node2"] = dataclasses.replace(sched.nodes["node2"], state=NodeState.DOWN)
     sched.jobs["7"] = dataclasses.replace(
+        sched.jobs["7"], state=JobState.PENDING, attempt=1, nodes=()
+    )
+    _report(log, range(5, 8), ago_s=30.0)
+    a.cycle()  # the node death's finding settles; the log's offset is held back for it
+    # The new attempt starts on other nodes and is stored at once.
+    sched.jobs["7"] = dataclasses.replace(
         sched.jobs["7"], state=JobState.RUNNING, attempt=1, nodes=("node3", "node4")
     )
-    a.cycle()  # the new attempt is stored at once; the node death's finding settles
+    a.cycle()
     assert [x.attempt for x in store_a.list_attempts("7")] == [0, 1]
     return sched, a, b, store_b, lead_a, log
 
@@ -178,6 +187,11 @@ def test_a_node_death_the_old_leader_saw_but_did_not_store_is_found_by_the_next(
     assert any("Xid" in e.text for e in decision.finding.evidence)
     (incident,) = store_b.list_incidents("7")
     assert incident.attempt == 0
+    # The lost attempt's reports, read again (the offset was held back for the finding), are
+    # not the new attempt's progress: printed before it started, read as the lead was taken.
+    (attempt1,) = [x for x in store_b.list_attempts("7") if x.attempt == 1]
+    assert attempt1.first_progress_at is None
+    assert b.engine.progress_of("7") == (None, None)
     a.close()
     b.close()
 

@@ -126,7 +126,9 @@ class WatchedJobs:
         """Start the engine where the store says the job stands: its latest attempt, and
         the one before it, whose finding may still be due (Slurm requeued the job by itself
         when a node died, and the process that saw it was killed before the incident was
-        stored). Their nodes and times are the store's, not this process's memory."""
+        stored). Their nodes and times are the store's, not this process's memory; and
+        the latest attempt is one this process met already begun, whose log it reads again
+        from where the store says (the old attempt's last reports are not its progress)."""
         attempts = sorted(self.store.list_attempts(job_id), key=lambda a: a.attempt)
         if not attempts:
             self.engine.watch(job_id)
@@ -150,6 +152,7 @@ class WatchedJobs:
             latest.nodes,
             previous=previous,
             died=died.get(latest.attempt, ()),
+            met_at=self.clock(),
         )
 
     def _sync_registrations(self, stored: Mapping[str, JobRecord]) -> None:

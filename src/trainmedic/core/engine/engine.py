@@ -99,6 +99,7 @@ class Engine:
         *,
         previous: EndedAttempt | None = None,
         died: Iterable[str] = (),
+        met_at: float | None = None,
     ) -> None:
         """Start a fresh engine where a stored attempt stands (a service restarted after
         ``kill -9``): its nodes and start time scope the node evidence exactly as before the
@@ -110,7 +111,10 @@ class Engine:
         and the new attempt is stored at once, while the lost attempt's finding waits for
         the node's death and its settle time: a service killed in between must still blame
         the lost attempt's node. ``died``: this attempt's nodes whose death an incident
-        already holds (``previous.died`` for the lost attempt's), not raised again."""
+        already holds (``previous.died`` for the lost attempt's), not raised again.
+        ``met_at``: when this service met the attempt: the reports it reads again right
+        after (stored offsets lag, and are held back while a finding waits) that were printed
+        before are an earlier attempt's, not this one's progress (``JobTrack.read_again``)."""
         self.watch(job_id)
         track = self._jobs[job_id]
         if track.detector.state is not None:
@@ -118,6 +122,7 @@ class Engine:
         track.detector.attempt = attempt
         track.attempt_started = started_at
         track.nodes = nodes
+        track.met_at = met_at
         track.node_failures.update((attempt, node) for node in died)
         if previous is not None:
             track.previous_attempt = previous.attempt
