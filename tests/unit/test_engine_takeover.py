@@ -5,10 +5,11 @@ are not the new attempt's progress, or its silence while it starts would read as
 from __future__ import annotations
 
 from trainmedic.core.detect.config import SMALL_JOB
-from trainmedic.core.engine.engine import Engine
+from trainmedic.core.engine.engine import EndedAttempt, Engine, Finding
+from trainmedic.core.engine.track import REQUEUE_GRACE_S
 from trainmedic.core.model import Kind
-from trainmedic.core.observations import CheckpointSaved, JobStatus, Progress
-from trainmedic.core.states import JobState
+from trainmedic.core.observations import CheckpointSaved, JobStatus, NodeStatus, Progress
+from trainmedic.core.states import JobState, NodeState
 
 
 def _reports(t0: float, iterations: range, received: float) -> list[Progress]:
@@ -61,3 +62,45 @@ def test_an_attempt_seen_starting_keeps_every_report() -> None:
     engine.observe(JobStatus(100.0, "j", JobState.RUNNING, ("n3", "n4"), 1), 100.0)
     engine.observe_all(_reports(50.0, range(1, 10), received=100.1), 100.1)
     assert engine.progress_of("j")[1] is not None
+
+
+def _resumed_after_a_requeue(died: frozenset[str] = frozenset()) -> Engine:
+    """The store said attempt 1 runs on n3+n4 (since 100 s), and attempt 0 on n1+n2 was
+    replaced at 99 s: Slurm requeued the job by itself when a node died."""
+    engine = Engine(SMALL_JOB, settle_s=0.5)
+    lost = EndedAttempt(0, ("n1", "n2"), 99.0, died)
+    engine.resume("j", 1, 100.0, ("n3", "n4"), previous=lost)
+    engine.observe(JobStatus(101.0, "j", JobState.RUNNING, ("n3", "n4"), 1), 101.0)
+    return engine
+
+
+def _node_down(engine: Engine, at: float) -> list[Finding]:
+    """The findings about the lost attempt once n2 is seen DOWN at ``at``."""
+    engine.observe(NodeStatus(at, "n2", NodeState.DOWN, "Not responding"), at)
+    found = [f for t in (at + 1.0, at + 6.0) for f in engine.evaluate(t)]
+    return [f for f in found if f.attempt == 0]
+
+
+def test_a_resumed_engine_blames_the_lost_attempts_dead_node_on_that_attempt() -> None:
+    (finding,) = _node_down(_resumed_after_a_requeue(), 102.0)
+    assert finding.attempt == 0
+    assert finding.verdict.implicated.nodes == ("n2",)
+    assert finding.nodes == ("n1", "n2")
+
+
+def test_a_resumed_engine_leaves_a_node_death_an_incident_holds_or_long_past() -> None:
+    assert _node_down(_resumed_after_a_requeue(frozenset({"n2"})), 102.0) == []
+    assert _node_down(_resumed_after_a_requeue(), 99.0 + REQUEUE_GRACE_S + 5.0) == []
+
+
+def test_a_resumed_engine_does_not_take_the_lost_attempts_reports_read_again() -> None:
+    """The store says attempt 1 runs; the log is read again from an offset held back before
+    attempt 0 ended: its last reports are not attempt 1's progress."""
+    engine = Engine(SMALL_JOB, settle_s=0.5)
+    engine.resume("j", 1, 100.0, ("n3", "n4"), met_at=110.0)
+    engine.observe(JobStatus(110.0, "j", JobState.RUNNING, ("n3", "n4"), 1), 110.0)
+    engine.observe_all(_reports(80.0, range(5, 10), received=110.1), 110.1)
+    assert engine.progress_of("j") == (None, None)
+    engine.observe_all(_reports(111.0, range(20, 22), received=111.5), 111.5)
+    first, _ = engine.progress_of("j")
+    assert first is not None and first.iteration == 20

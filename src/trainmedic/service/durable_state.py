@@ -5,7 +5,12 @@ that a job ended.
 
 What a finding rests on is stored as consumed (a log's offset, a job's ended state) only
 once no finding settles or waits to be stored: a service killed in between (or a standby
-taking the lead) meets the evidence again and makes the finding itself.
+taking the lead) meets the evidence again and makes the finding itself. What else a finding
+rests on is in the store before the finding is due: each attempt's nodes and start and end
+times (``scheduler_observations``), which a service that starts or takes the lead resumes
+for the latest attempt and the one before it (``WatchedJobs._resume``), so a node death
+Slurm requeued the job for is blamed on the lost attempt's node even when the new attempt
+was stored first.
 """
 
 from __future__ import annotations

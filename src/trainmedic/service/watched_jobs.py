@@ -16,6 +16,7 @@ from datetime import tzinfo
 from typing import TYPE_CHECKING
 
 from trainmedic.core.engine.engine import Engine
+from trainmedic.core.engine.track import REQUEUE_GRACE_S, EndedAttempt
 from trainmedic.core.errors import StoreError
 from trainmedic.core.observations import Observation, Progress
 from trainmedic.core.states import JobState
@@ -28,7 +29,7 @@ from trainmedic.service.source_status import SourceBoard
 from trainmedic.sources.checkpoints import CheckpointWatcher
 from trainmedic.sources.joblog import JobLogSource
 from trainmedic.sources.offsets import OffsetBook
-from trainmedic.store import JobRecord, JobSpec, Store
+from trainmedic.store import IncidentRecord, JobRecord, JobSpec, Store
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], float]
@@ -121,12 +122,40 @@ class WatchedJobs:
         )
         for node, path in spec.kernel_logs.items():
             self._nodes.add_kernel_log(node, path)
-        attempts = self.store.list_attempts(job_id)
-        if attempts:
-            latest = max(attempts, key=lambda a: a.attempt)
-            self.engine.resume(job_id, latest.attempt, latest.started_at, latest.nodes)
-        else:
+        self._resume(job_id)
+
+    def _resume(self, job_id: str) -> None:
+        """Start the engine where the store says the job stands: its latest attempt, and
+        the one before it, whose finding may still be due (Slurm requeued the job by itself
+        when a node died, and the process that saw it was killed before the incident was
+        stored). Their nodes and times are the store's, not this process's memory; and
+        the latest attempt is one this process met already begun, whose log it reads again
+        from where the store says (the old attempt's last reports are not its progress)."""
+        attempts = sorted(self.store.list_attempts(job_id), key=lambda a: a.attempt)
+        if not attempts:
             self.engine.watch(job_id)
+            return
+        latest = attempts[-1]
+        died = _nodes_found_dead(self.store.list_incidents(job_id))
+        previous = None
+        if len(attempts) > 1:
+            before = attempts[-2]
+            ended_at = before.ended_at if before.ended_at is not None else latest.started_at
+            previous = EndedAttempt(
+                before.attempt, before.nodes, ended_at, frozenset(died.get(before.attempt, ()))
+            )
+            if self.clock() - ended_at <= REQUEUE_GRACE_S:
+                # Its nodes' kernel logs and telemetry still tell why it was lost.
+                self._nodes.jobs_run_on(before.nodes, ended_at)
+        self.engine.resume(
+            job_id,
+            latest.attempt,
+            latest.started_at,
+            latest.nodes,
+            previous=previous,
+            died=died.get(latest.attempt, ()),
+            met_at=self.clock(),
+        )
 
     def _sync_registrations(self, stored: Mapping[str, JobRecord]) -> None:
         """Jobs registered through the API (another process or thread) join the loop."""
@@ -218,6 +247,16 @@ class WatchedJobs:
             self.store.forget_follower_offsets(gone)
         except StoreError as exc:
             log.warning("stored offsets of unwatched jobs' logs not dropped: %s", exc)
+
+
+def _nodes_found_dead(incidents: Iterable[IncidentRecord]) -> dict[int, set[str]]:
+    """Per attempt, the nodes a stored hardware incident implicates: a node death already
+    explained, which a restarted engine does not raise again (one incident, not two)."""
+    dead: dict[int, set[str]] = {}
+    for incident in incidents:
+        if incident.category.is_hardware():
+            dead.setdefault(incident.attempt, set()).update(incident.implicated.nodes)
+    return dead
 
 
 def stored_state_ended(state: str) -> bool:

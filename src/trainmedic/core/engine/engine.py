@@ -41,6 +41,7 @@ from trainmedic.core.engine.track import (
     NODE_EVIDENCE_LOOKBACK_S,
     ON_ITS_NODES,
     REQUEUE_GRACE_S,
+    EndedAttempt,
     Finding,
     JobTrack,
     dedupe,
@@ -60,7 +61,7 @@ from trainmedic.core.signatures.matcher import Matcher, default_matcher
 from trainmedic.core.states import JobState
 from trainmedic.core.telemetry import telemetry_to_events
 
-__all__ = ["Engine", "Finding"]
+__all__ = ["EndedAttempt", "Engine", "Finding"]
 
 
 class Engine:
@@ -89,12 +90,31 @@ class Engine:
         if job_id not in self._jobs:
             self._jobs[job_id] = JobTrack(job_id, self.detector_config)
 
-    def resume(self, job_id: str, attempt: int, started_at: float, nodes: tuple[str, ...]) -> None:
+    def resume(
+        self,
+        job_id: str,
+        attempt: int,
+        started_at: float,
+        nodes: tuple[str, ...],
+        *,
+        previous: EndedAttempt | None = None,
+        died: Iterable[str] = (),
+        met_at: float | None = None,
+    ) -> None:
         """Start a fresh engine where a stored attempt stands (a service restarted after
         ``kill -9``): its nodes and start time scope the node evidence exactly as before the
         restart, even when the scheduler already reports the attempt over (a FAILED job no
         longer counts as running on its nodes), so the restarted service reaches the same
-        verdict and the store's idempotency keys find the incident it already has."""
+        verdict and the store's idempotency keys find the incident it already has.
+
+        ``previous``: the attempt before it. Slurm requeues a job by itself when a node dies,
+        and the new attempt is stored at once, while the lost attempt's finding waits for
+        the node's death and its settle time: a service killed in between must still blame
+        the lost attempt's node. ``died``: this attempt's nodes whose death an incident
+        already holds (``previous.died`` for the lost attempt's), not raised again.
+        ``met_at``: when this service met the attempt: the reports it reads again right
+        after (stored offsets lag, and are held back while a finding waits) that were printed
+        before are an earlier attempt's, not this one's progress (``JobTrack.read_again``)."""
         self.watch(job_id)
         track = self._jobs[job_id]
         if track.detector.state is not None:
@@ -102,6 +122,13 @@ class Engine:
         track.detector.attempt = attempt
         track.attempt_started = started_at
         track.nodes = nodes
+        track.met_at = met_at
+        track.node_failures.update((attempt, node) for node in died)
+        if previous is not None:
+            track.previous_attempt = previous.attempt
+            track.previous_nodes = previous.nodes
+            track.attempt_changed_at = previous.ended_at
+            track.node_failures.update((previous.attempt, node) for node in previous.died)
 
     def unwatch(self, job_id: str) -> None:
         self._jobs.pop(job_id, None)

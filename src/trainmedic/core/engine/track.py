@@ -46,6 +46,18 @@ class Finding:
     nodes: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class EndedAttempt:
+    """An attempt that ended, as a store keeps it: what a finding about it that is made
+    after the next attempt began (the node death Slurm requeued the job for) rests on."""
+
+    attempt: int
+    nodes: tuple[str, ...]
+    ended_at: float  # when the service saw it replaced or over
+    # Its nodes whose death an incident already holds (not raised again after a restart).
+    died: frozenset[str] = frozenset()
+
+
 class JobTrack:
     def __init__(self, job_id: str, config: DetectorConfig) -> None:
         self.detector = JobDetectorState(job_id, config)
