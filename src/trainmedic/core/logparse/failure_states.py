@@ -1,0 +1,45 @@
+"""Failure words the first list (``logparse/evidence.py``) lacks: states and losses that a
+status table, a controller, a coordinator or a diagnostics tool prints without saying
+"error" or "failed".
+
+A status table's row names a failed state in one token (``ImagePullBackOff``,
+``ErrImagePull``, ``OUT_OF_MEMORY``, ``BackoffLimitExceeded``, ``DeadlineExceeded``); a
+coordinator says it lost a task as "no heartbeat" or "heartbeat timeout". These lines are
+failure evidence like any other, so the evidence layer can read their words; the same
+filters (quiet levels, zero counts, option names) still apply to them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from trainmedic.core.signatures.prefilter import trie_pattern
+
+# The precise test, case-sensitive where the state is a token of a table.
+STATE_WORDS = re.compile(
+    r"ImagePullBackOff|ErrImagePull|ErrImageNeverPull|InvalidImageName|\bOUT_OF_MEMORY\b"
+    r"|BackoffLimitExceeded|DeadlineExceeded|\bDEADLINE\b|\bBackOff\b|ContainerCannotRun"
+    r"|[Nn]o heartbeat|[Hh]eartbeat (?:timeout|timed? out|lost|missed|expired|failure)"
+    r"|[Mm]issed (?:\d+ )?(?:consecutive )?heartbeats|[Ff]ailed to heartbeat"
+    r"|ReqNodeNotAvail|Can Never Run|\bNot Running: |[Cc]lock skew"
+    # ibdiagnet / ibdiag tools mark their errors "-E-" (warnings "-W-", information "-I-")
+    r"|^\s*-E-\s"
+)
+# Lower-cased fragments for the cheap gate on raw lines (a superset of the above).
+FAST_STATE_WORDS = (
+    "imagepullbackoff", "errimagepull", "errimageneverpull", "invalidimagename",
+    "out_of_memory", "backofflimitexceeded", "deadline", "backoff",
+    "containercannotrun", "heartbeat", "reqnodenotavail", "can never run", "not running: ",
+    "clock skew", "-e- ",
+)  # fmt: skip
+_FAST_STATES = re.compile(trie_pattern(FAST_STATE_WORDS).encode())
+
+
+def may_name_a_state(raw: bytes) -> bool:
+    """The cheap test on a raw line: one of the extra words present, any case."""
+    return _FAST_STATES.search(raw.lower()) is not None
+
+
+def names_a_state(body: str) -> bool:
+    """Whether a message carries one of the extra failure words."""
+    return STATE_WORDS.search(body) is not None
