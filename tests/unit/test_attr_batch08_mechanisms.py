@@ -170,3 +170,41 @@ HEALTHY: dict[str, str] = {
 def test_healthy_output_of_the_same_tools_is_no_failure(tmp_path: Path, name: str) -> None:
     verdict = _verdict(tmp_path, HEALTHY[name])
     assert not verdict.failure, verdict.basis
+
+
+def test_memory_reclaim_thread_blocked_is_the_kernel(tmp_path: Path) -> None:
+    text = (
+        "[77123.1] INFO: task kcompactd0:88 blocked for more than 241 seconds.\n"
+        "[77123.2] INFO: task python:4411 blocked for more than 241 seconds.\n"
+        "[77123.3] Call Trace:\n[77123.3]  __schedule+0x2e3/0x740\n"
+    )
+    verdict = _verdict(tmp_path, text)
+    assert verdict.kind is Kind.HANG and verdict.category is Category.SYSTEM_SOFTWARE
+    assert verdict.confidence < 0.5 and "reclaim" in verdict.basis
+
+
+_NVSMI_TEMPERATURE = (
+    "==============NVSMI LOG==============\n"
+    "GPU 00000000:41:00.0\n"
+    "    Temperature\n"
+    "        GPU Current Temp                  : {current} C\n"
+    "        GPU T.Limit Temp                  : N/A\n"
+    "        GPU Shutdown Temp                 : 96 C\n"
+    "        GPU Slowdown Temp                 : 93 C\n"
+    "        GPU Max Operating Temp            : {limit} C\n"
+    "        GPU Target Temperature            : N/A\n"
+)
+
+
+def test_gpu_temperature_limit_set_low_is_a_configured_straggler(tmp_path: Path) -> None:
+    verdict = _verdict(tmp_path, _NVSMI_TEMPERATURE.format(current=64, limit=65))
+    assert verdict.failure and verdict.kind is Kind.STRAGGLER
+    assert verdict.category is Category.SYSTEM_SOFTWARE and verdict.confidence < 0.5
+
+
+@pytest.mark.parametrize(("current", "limit"), [(64, 88), (41, 65)])
+def test_gpu_temperature_at_default_limit_or_cool_is_no_failure(
+    tmp_path: Path, current: int, limit: int
+) -> None:
+    verdict = _verdict(tmp_path, _NVSMI_TEMPERATURE.format(current=current, limit=limit))
+    assert not verdict.failure, verdict.basis

@@ -54,6 +54,7 @@ def _parsers() -> list[BlockParser]:
     from trainmedic.core.logparse.kube import PodTableParser
     from trainmedic.core.logparse.kubenode import NodeResourcesParser
     from trainmedic.core.logparse.nvsmi import DcgmiDiagParser, NvidiaSmiParser
+    from trainmedic.core.logparse.nvsmi_limits import GpuLimitParser
     from trainmedic.core.logparse.powersupply import PowerSupplyParser
     from trainmedic.core.logparse.slurmstate import SlurmStateParser
 
@@ -66,6 +67,7 @@ def _parsers() -> list[BlockParser]:
         SelParser(),
         PowerSupplyParser(),
         NodeResourcesParser(),
+        GpuLimitParser(),
     ]
 
 
