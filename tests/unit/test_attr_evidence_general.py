@@ -70,6 +70,19 @@ UNFAMILIAR: dict[str, tuple[str, Category]] = {
     "dfuse_error": ("dfuse: error: DER_TIMEDOUT on read of /mnt/daos/x\n", Category.STORAGE),
     "portal_state_node_fail": ("status: FAILED  reason: NODE_FAIL\n", Category.NODE_HARDWARE),
     "state_timeout_row": ("wrapper: final state DEADLINE, exit 1\n", Category.SCHEDULER),
+    "node_disk_pressure_event": (
+        "Warning  NodeHasDiskPressure  node/gpu-3  Node gpu-3 status is now: NodeHasDiskPressure\n",
+        Category.STORAGE,
+    ),
+    "pod_sandbox_network": (
+        "Warning  FailedCreatePodSandBox  1m  kubelet  Failed to create pod sandbox: rpc error: "
+        "failed to setup network for sandbox\n",
+        Category.SYSTEM_SOFTWARE,
+    ),
+    "pip_no_matching_version": (
+        "ERROR: No matching distribution found for flash-attn==2.5.8\n",
+        Category.SYSTEM_SOFTWARE,
+    ),
     "dcgm_health_fail": (
         "DCGM health check: FAIL - GPU 3 PCIe replay rate exceeded\n",
         Category.GPU_HARDWARE,
@@ -110,6 +123,17 @@ HEALTHY: dict[str, str] = {
     "queue_waiting": "  88123  gpu  train  alice PD  0:00  4 (Resources)\n",
     "ibstat_active": "CA 'mlx5_0'\n\tPort 1:\n\t\tState: Active\n\t\tRate: 200\n",
     "fuse_kernel": "fused kernel compiled for sm_90 in 3.1 s\n",
+    "describe_node_conditions": (
+        "Conditions:\n  Type             Status  Reason                       Message\n"
+        "  MemoryPressure   False   KubeletHasSufficientMemory   kubelet has sufficient memory\n"
+        "  DiskPressure     False   KubeletHasNoDiskPressure     kubelet has no disk pressure\n"
+        "  Ready            True    KubeletReady                 kubelet is posting ready status\n"
+    ),
+    "node_has_no_disk_pressure": (
+        "Normal  NodeHasNoDiskPressure  node/gpu-3  "
+        "Node gpu-3 status is now: NodeHasNoDiskPressure\n"
+    ),
+    "pip_installed": "Successfully installed torch-2.3.0 triton-2.3.0\n",
 }
 
 
@@ -117,3 +141,16 @@ HEALTHY: dict[str, str] = {
 def test_healthy_output_of_the_same_tools_is_no_failure(tmp_path: Path, name: str) -> None:
     verdict = _verdict(tmp_path, HEALTHY[name])
     assert not verdict.failure, verdict.basis
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'Warning  Unhealthy  kubelet  Liveness probe failed: Get "http://10.0.0.5:8080/healthz": '
+        "context deadline exceeded\n",
+        "jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Deadline Exceeded\n",
+    ],
+)
+def test_an_rpc_deadline_is_not_the_schedulers(tmp_path: Path, line: str) -> None:
+    verdict = _verdict(tmp_path, line)
+    assert verdict.failure and verdict.category is not Category.SCHEDULER, verdict.basis

@@ -21,6 +21,8 @@ STATE_WORDS = re.compile(
     r"|BackoffLimitExceeded|DeadlineExceeded|\bDEADLINE\b|\bBackOff\b|ContainerCannotRun"
     r"|[Nn]o heartbeat|[Hh]eartbeat (?:timeout|timed? out|lost|missed|expired|failure)"
     r"|[Mm]issed (?:\d+ )?(?:consecutive )?heartbeats|[Ff]ailed to heartbeat"
+    # a node condition in force (an event, or a conditions row that is not False)
+    r"|(?<!No)(?:Disk|Memory|PID)Pressure\b(?!\s+(?:False|Unknown))"
     r"|ReqNodeNotAvail|Can Never Run|\bNot Running: |[Cc]lock skew"
     # ibdiagnet / ibdiag tools mark their errors "-E-" (warnings "-W-", information "-I-")
     r"|^\s*-E-\s"
@@ -30,7 +32,7 @@ FAST_STATE_WORDS = (
     "imagepullbackoff", "errimagepull", "errimageneverpull", "invalidimagename",
     "out_of_memory", "backofflimitexceeded", "deadline", "backoff",
     "containercannotrun", "heartbeat", "reqnodenotavail", "can never run", "not running: ",
-    "clock skew", "-e- ",
+    "clock skew", "-e- ", "pressure",
 )  # fmt: skip
 _FAST_STATES = re.compile(trie_pattern(FAST_STATE_WORDS).encode())
 
