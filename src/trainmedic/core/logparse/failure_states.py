@@ -37,6 +37,16 @@ FAST_STATE_WORDS = (
 _FAST_STATES = re.compile(trie_pattern(FAST_STATE_WORDS).encode())
 
 
+# An interface listing's row (``ip link`` / ``ip addr``): "state DOWN" on an unused port is
+# how a healthy server lists it. logparse/linkstate.py reads the fabric interfaces' rows.
+_LISTING_ROW = re.compile(r"^\s*(?:\d+: )?[\w.@-]+: <[A-Z,_-]*> mtu \d+")
+
+
+def is_listing_row(body: str) -> bool:
+    """An interface listing row: not failure evidence by its words alone."""
+    return _LISTING_ROW.match(body) is not None
+
+
 def may_name_a_state(raw: bytes) -> bool:
     """The cheap test on a raw line: one of the extra words present, any case."""
     return _FAST_STATES.search(raw.lower()) is not None

@@ -53,6 +53,7 @@ def _parsers() -> list[BlockParser]:
     from trainmedic.core.logparse.ipmi import SelParser
     from trainmedic.core.logparse.kube import PodTableParser
     from trainmedic.core.logparse.kubenode import NodeResourcesParser
+    from trainmedic.core.logparse.linkstate import LinkStateParser
     from trainmedic.core.logparse.nvsmi import DcgmiDiagParser, NvidiaSmiParser
     from trainmedic.core.logparse.nvsmi_limits import GpuLimitParser
     from trainmedic.core.logparse.powersupply import PowerSupplyParser
@@ -68,6 +69,7 @@ def _parsers() -> list[BlockParser]:
         PowerSupplyParser(),
         NodeResourcesParser(),
         GpuLimitParser(),
+        LinkStateParser(),
     ]
 
 
