@@ -208,3 +208,14 @@ def test_gpu_temperature_at_default_limit_or_cool_is_no_failure(
 ) -> None:
     verdict = _verdict(tmp_path, _NVSMI_TEMPERATURE.format(current=current, limit=limit))
     assert not verdict.failure, verdict.basis
+
+
+def test_free_space_check_that_needs_an_unknown_size_is_the_check(tmp_path: Path) -> None:
+    text = "RuntimeError: Not enough free disk space: needed 0 bytes, available 0 bytes on /mnt/x\n"
+    verdict = _verdict(tmp_path, text)
+    assert verdict.category is Category.SYSTEM_SOFTWARE and verdict.confidence < 0.5
+
+
+def test_free_space_check_with_a_size_is_storage(tmp_path: Path) -> None:
+    text = "OSError: Not enough disk space. Needed: 142.58 GiB (download: 60.0 GiB)\n"
+    assert _verdict(tmp_path, text).category is Category.STORAGE
