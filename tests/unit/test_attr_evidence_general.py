@@ -83,6 +83,19 @@ UNFAMILIAR: dict[str, tuple[str, Category]] = {
         "ERROR: No matching distribution found for flash-attn==2.5.8\n",
         Category.SYSTEM_SOFTWARE,
     ),
+    "gpu_hw_slowdown_in_force": (
+        "[GPU 3] throttling: HW Slowdown, HW Thermal Slowdown\n",
+        Category.GPU_HARDWARE,
+    ),
+    "amd_gpu_ras": (
+        "Error: AMD GPU 2 reported a RAS uncorrectable error, please reset\n",
+        Category.GPU_HARDWARE,
+    ),
+    "node_rebooted_unexpectedly": (
+        "ERROR: Job failed: node gpu-3 rebooted unexpectedly\n",
+        Category.NODE_HARDWARE,
+    ),
+    "job_requeued": ("slurmctld: Requeuing JobId=1234\n", Category.SCHEDULER),
     "dcgm_health_fail": (
         "DCGM health check: FAIL - GPU 3 PCIe replay rate exceeded\n",
         Category.GPU_HARDWARE,
@@ -134,6 +147,13 @@ HEALTHY: dict[str, str] = {
         "Node gpu-3 status is now: NodeHasNoDiskPressure\n"
     ),
     "pip_installed": "Successfully installed torch-2.3.0 triton-2.3.0\n",
+    "nvsmi_throttle_reasons_idle": (
+        "    Clocks Event Reasons\n"
+        "        Idle                              : Active\n"
+        "        HW Slowdown                       : Not Active\n"
+        "        HW Thermal Slowdown               : Not Active\n"
+    ),
+    "sbatch_no_requeue": "#SBATCH --no-requeue\n#SBATCH --time=01:00:00\nstep 100 loss 2.1\n",
 }
 
 

@@ -24,6 +24,9 @@ STATE_WORDS = re.compile(
     # a node condition in force (an event, or a conditions row that is not False)
     r"|(?<!No)(?:Disk|Memory|PID)Pressure\b(?!\s+(?:False|Unknown))"
     r"|ReqNodeNotAvail|Can Never Run|\bNot Running: |[Cc]lock skew"
+    # a job put back in the queue; a GPU's hardware slowdown in force (not "Not Active")
+    r"|\b[Rr]equeu(?:ed|ing)\b|\bHW (?:Thermal |Power Brake )?Slowdown\b(?!\s*:\s*Not Active)"
+    r"|\b(?:[Rr]ebooted|[Pp]ower(?:ed)? (?:off|cycled)) unexpectedly\b"
     # ibdiagnet / ibdiag tools mark their errors "-E-" (warnings "-W-", information "-I-")
     r"|^\s*-E-\s"
 )
@@ -32,7 +35,8 @@ FAST_STATE_WORDS = (
     "imagepullbackoff", "errimagepull", "errimageneverpull", "invalidimagename",
     "out_of_memory", "backofflimitexceeded", "deadline", "backoff",
     "containercannotrun", "heartbeat", "reqnodenotavail", "can never run", "not running: ",
-    "clock skew", "-e- ", "pressure",
+    "clock skew", "-e- ", "pressure", "requeu", "hw thermal slowdown", "hw slowdown",
+    "hw power brake slowdown", "unexpectedly",
 )  # fmt: skip
 _FAST_STATES = re.compile(trie_pattern(FAST_STATE_WORDS).encode())
 
