@@ -95,6 +95,7 @@ UNFAMILIAR: dict[str, tuple[str, Category]] = {
         "ERROR: Job failed: node gpu-3 rebooted unexpectedly\n",
         Category.NODE_HARDWARE,
     ),
+    "bsub_refused": ("bsub: error: project not found: gpu-research\n", Category.SCHEDULER),
     "job_requeued": ("slurmctld: Requeuing JobId=1234\n", Category.SCHEDULER),
     "dcgm_health_fail": (
         "DCGM health check: FAIL - GPU 3 PCIe replay rate exceeded\n",
