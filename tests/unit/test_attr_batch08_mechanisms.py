@@ -161,6 +161,14 @@ HEALTHY: dict[str, str] = {
     "spark_heartbeat_settings": (
         "spark.executor.heartbeatInterval=10s\nINFO heartbeat sent to master in 3 ms\n"
     ),
+    "pbs_waiting_for_resources": (
+        "Job Id: 4413.pbs01\n    job_state = Q\n"
+        "    comment = Not Running: Insufficient amount of resource: ngpus (R: 8 A: 4 T: 64)\n"
+    ),
+    "lsf_waiting_for_hosts": (
+        " PENDING REASONS:\n"
+        " Job's requirements for reserving resource (gpu) not satisfied: 2 hosts;\n"
+    ),
     "sssd_start": "sssd[881]: Starting up\nnslcd[1123]: version 0.9.10 starting\n",
     "gpu_reset_done": "GPU 00000000:41:00.0 was successfully reset.\nAll done.\n",
 }

@@ -23,7 +23,7 @@ STATE_WORDS = re.compile(
     r"|[Mm]issed (?:\d+ )?(?:consecutive )?heartbeats|[Ff]ailed to heartbeat"
     # a node condition in force (an event, or a conditions row that is not False)
     r"|(?<!No)(?:Disk|Memory|PID)Pressure\b(?!\s+(?:False|Unknown))"
-    r"|ReqNodeNotAvail|Can Never Run|\bNot Running: |[Cc]lock skew"
+    r"|ReqNodeNotAvail|Can Never Run|[Cc]lock skew"
     # a job put back in the queue; a GPU's hardware slowdown in force (not "Not Active")
     r"|\b[Rr]equeu(?:ed|ing)\b|\bHW (?:Thermal |Power Brake )?Slowdown\b(?!\s*:\s*Not Active)"
     r"|\b(?:[Rr]ebooted|[Pp]ower(?:ed)? (?:off|cycled)) unexpectedly\b"
@@ -34,7 +34,7 @@ STATE_WORDS = re.compile(
 FAST_STATE_WORDS = (
     "imagepullbackoff", "errimagepull", "errimageneverpull", "invalidimagename",
     "out_of_memory", "backofflimitexceeded", "deadline", "backoff",
-    "containercannotrun", "heartbeat", "reqnodenotavail", "can never run", "not running: ",
+    "containercannotrun", "heartbeat", "reqnodenotavail", "can never run",
     "clock skew", "-e- ", "pressure", "requeu", "hw thermal slowdown", "hw slowdown",
     "hw power brake slowdown", "unexpectedly",
 )  # fmt: skip
