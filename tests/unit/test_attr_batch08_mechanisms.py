@@ -95,6 +95,11 @@ FAILURES: dict[str, tuple[str, Category]] = {
         "0: [DistributedAdam_Allreduce/HorovodAllreduce_gradients_dense_MatMul_grad_0]\n",
         Category.APPLICATION,
     ),
+    "libfabric_mr_enomem": (
+        "libfabric:881:efa:mr: fi_mr_reg failed to register memory region: "
+        "Cannot allocate memory\n",
+        Category.SYSTEM_SOFTWARE,
+    ),
     "helm_chart_controller_oomkilled": (
         "NAMESPACE   NAME                                  READY   STATUS      RESTARTS   AGE\n"
         "gpu-ops     gpu-feature-controller-7d9f8b6c5-x2kqz   0/1   OOMKilled   4   3m\n",

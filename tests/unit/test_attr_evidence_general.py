@@ -95,6 +95,10 @@ UNFAMILIAR: dict[str, tuple[str, Category]] = {
         "ERROR: Job failed: node gpu-3 rebooted unexpectedly\n",
         Category.NODE_HARDWARE,
     ),
+    "efa_alloc_pd_enomem": (
+        "infiniband efa_1: Failed to process command CREATE_QP (opcode 1) comp_status 1 err -12\n",
+        Category.SYSTEM_SOFTWARE,
+    ),
     "bsub_refused": ("bsub: error: project not found: gpu-research\n", Category.SCHEDULER),
     "job_requeued": ("slurmctld: Requeuing JobId=1234\n", Category.SCHEDULER),
     "dcgm_health_fail": (
