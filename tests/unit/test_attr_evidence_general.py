@@ -158,6 +158,24 @@ HEALTHY: dict[str, str] = {
         "        HW Slowdown                       : Not Active\n"
         "        HW Thermal Slowdown               : Not Active\n"
     ),
+    "spark_normal_run": (
+        "24/03/17 14:30:01 INFO Master: Registering worker 10.0.0.2:45720 with 16 cores\n"
+        "24/03/17 14:30:02 INFO Executor: Told to re-register on heartbeat\n"
+        "24/03/17 14:36:25 INFO Master: Removing executor app-2024/0 because it is EXITED\n"
+        "24/03/17 14:36:26 INFO SparkContext: Successfully stopped SparkContext\n"
+    ),
+    "coordination_heartbeats_received": (
+        "I0101 10:00:00.000 coordination_service_agent.cc:300] Coordination agent has "
+        "successfully connected.\n"
+        "I0101 10:00:01.000 coordination_service.cc:500] Heartbeat from task 3 received\n"
+        "I0101 10:05:00.000 trainer.py:501] Training: step 200\n"
+    ),
+    "wrapper_settings_and_progress": (
+        "[2024-05-01 10:00:00] INFO Requeue on preemption: enabled\n"
+        "[2024-05-01 10:00:01] INFO free disk space 812 GiB, needed 120 GiB: ok\n"
+        "[2024-05-01 10:00:02] INFO juicefs mount ready at /jfs\n"
+        "[2024-05-01 10:00:05] epoch 1 step 100 loss 3.21\n"
+    ),
     "sbatch_no_requeue": "#SBATCH --no-requeue\n#SBATCH --time=01:00:00\nstep 100 loss 2.1\n",
 }
 

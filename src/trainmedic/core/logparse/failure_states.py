@@ -23,7 +23,7 @@ STATE_WORDS = re.compile(
     r"|[Mm]issed (?:\d+ )?(?:consecutive )?heartbeats|[Ff]ailed to heartbeat"
     # a node condition in force (an event, or a conditions row that is not False)
     r"|(?<!No)(?:Disk|Memory|PID)Pressure\b(?!\s+(?:False|Unknown))"
-    r"|ReqNodeNotAvail|Can Never Run|[Cc]lock skew"
+    r"|ReqNodeNotAvail|Can Never Run|[Cc]lock skew (?:too great|too large|detected|exceed)"
     # a job put back in the queue; a GPU's hardware slowdown in force (not "Not Active")
     r"|\b[Rr]equeu(?:ed|ing)\b|\bHW (?:Thermal |Power Brake )?Slowdown\b(?!\s*:\s*Not Active)"
     r"|\b(?:[Rr]ebooted|[Pp]ower(?:ed)? (?:off|cycled)) unexpectedly\b"
