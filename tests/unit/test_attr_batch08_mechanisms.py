@@ -122,6 +122,9 @@ def test_mechanism_in_another_shape(tmp_path: Path, name: str) -> None:
         "after 125000 ms\n",
         "distributed.scheduler - WARNING - Worker failed to heartbeat within 300 seconds. "
         "Closing: <WorkerState 'tcp://10.0.0.8:4001', status: running>\n",
+        "[2022-09-16 13:13:46,502 C 2116 2116] (raylet) node_manager.cc:999: [Timeout] Exiting "
+        "because this node manager has mistakenly been marked as dead by the GCS: GCS didn't "
+        "receive heartbeats from this node for 30000 ms.\n",
     ],
 )
 def test_heartbeat_timeout_alone_is_a_guess_at_the_timeout(tmp_path: Path, text: str) -> None:

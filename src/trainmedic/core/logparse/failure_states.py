@@ -20,7 +20,7 @@ STATE_WORDS = re.compile(
     r"ImagePullBackOff|ErrImagePull|ErrImageNeverPull|InvalidImageName|\bOUT_OF_MEMORY\b"
     r"|BackoffLimitExceeded|DeadlineExceeded|\bDEADLINE\b|\bBackOff\b|ContainerCannotRun"
     r"|[Nn]o heartbeat|[Hh]eartbeat (?:timeout|timed? out|lost|missed|expired|failure)"
-    r"|[Mm]issed (?:\d+ )?(?:consecutive )?heartbeats|[Ff]ailed to heartbeat"
+    r"|[Mm]issed (?:\d+ |too many )?(?:consecutive )?heartbeats|[Ff]ailed to heartbeat"
     # a node condition in force (an event, or a conditions row that is not False)
     r"|(?<!No)(?:Disk|Memory|PID)Pressure\b(?!\s+(?:False|Unknown))"
     r"|ReqNodeNotAvail|Can Never Run|[Cc]lock skew (?:too great|too large|detected|exceed)"
