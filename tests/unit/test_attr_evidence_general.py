@@ -99,6 +99,14 @@ UNFAMILIAR: dict[str, tuple[str, Category]] = {
         "infiniband efa_1: Failed to process command CREATE_QP (opcode 1) comp_status 1 err -12\n",
         Category.SYSTEM_SOFTWARE,
     ),
+    "nvidia_smi_err_marker": (
+        "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-5a1b) ERR!\n",
+        Category.GPU_HARDWARE,
+    ),
+    "azcopy_server_busy": (
+        "azcopy: failed to perform copy command due to error: cannot transfer: ServerBusy\n",
+        Category.STORAGE,
+    ),
     "bsub_refused": ("bsub: error: project not found: gpu-research\n", Category.SCHEDULER),
     "job_requeued": ("slurmctld: Requeuing JobId=1234\n", Category.SCHEDULER),
     "dcgm_health_fail": (
@@ -175,6 +183,9 @@ HEALTHY: dict[str, str] = {
         "[2024-05-01 10:00:01] INFO free disk space 812 GiB, needed 120 GiB: ok\n"
         "[2024-05-01 10:00:02] INFO juicefs mount ready at /jfs\n"
         "[2024-05-01 10:00:05] epoch 1 step 100 loss 3.21\n"
+    ),
+    "nvidia_smi_one_err_field": (
+        "| N/A   29C    P0   ERR! / 250W |    593MiB / 16160MiB |      0%      Default |\n"
     ),
     "sbatch_no_requeue": "#SBATCH --no-requeue\n#SBATCH --time=01:00:00\nstep 100 loss 2.1\n",
 }

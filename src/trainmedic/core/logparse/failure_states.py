@@ -18,6 +18,9 @@ from trainmedic.core.signatures.prefilter import trie_pattern
 # The precise test, case-sensitive where the state is a token of a table.
 STATE_WORDS = re.compile(
     r"ImagePullBackOff|ErrImagePull|ErrImageNeverPull|InvalidImageName|\bOUT_OF_MEMORY\b"
+    # nvidia-smi's ERR! for a whole GPU (its -L line, or several fields of its row); one field
+    # alone (a power reading) is a transient read the tool prints on healthy GPUs too
+    r"|^\s*GPU \d+: .*\bERR!|\bERR!.*\bERR!"
     r"|BackoffLimitExceeded|DeadlineExceeded|\bDEADLINE\b|\bBackOff\b|ContainerCannotRun"
     r"|[Nn]o heartbeat|[Hh]eartbeat (?:timeout|timed? out|lost|missed|expired|failure)"
     r"|[Mm]issed (?:\d+ |too many )?(?:consecutive )?heartbeats|[Ff]ailed to heartbeat"
@@ -35,7 +38,7 @@ FAST_STATE_WORDS = (
     "imagepullbackoff", "errimagepull", "errimageneverpull", "invalidimagename",
     "out_of_memory", "backofflimitexceeded", "deadline", "backoff",
     "containercannotrun", "heartbeat", "reqnodenotavail", "can never run",
-    "clock skew", "-e- ", "pressure", "requeu", "hw thermal slowdown", "hw slowdown",
+    "clock skew", "-e- ", "pressure", "err!", "requeu", "hw thermal slowdown", "hw slowdown",
     "hw power brake slowdown", "unexpectedly",
 )  # fmt: skip
 _FAST_STATES = re.compile(trie_pattern(FAST_STATE_WORDS).encode())
