@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from trainmedic.core.attribute.blocked_kernel import reclaim_blocked
 from trainmedic.core.attribute.phase import PhaseFinding
 from trainmedic.core.model import Category, Event, Kind
 
@@ -51,6 +52,9 @@ def blocked_task(events: Sequence[Event]) -> PhaseFinding | None:
             f"in file-system/block I/O ({names}): a hang on storage",
             hung,
         )
+    reclaim = reclaim_blocked([e for e in stalls if e.signature == HUNG_TASK])
+    if reclaim is not None:
+        return reclaim
     return PhaseFinding(
         Category.UNKNOWN,
         Kind.HANG,

@@ -92,10 +92,22 @@ def parse_cues(text: str, origin: str = "evidence_cues.toml") -> tuple[Cue, ...]
     return tuple(cues)
 
 
+CUE_FILES = ("evidence_cues.toml", "evidence_cues_general.toml")
+"""The cue tables, in order (the second holds the cues that read unfamiliar failure lines:
+status tables, health checks, heartbeats, identities, queues, file-system clients)."""
+
+
 @functools.cache
 def default_cues() -> tuple[Cue, ...]:
     package = resources.files("trainmedic.core.attribute")
-    return parse_cues(package.joinpath("evidence_cues.toml").read_text("utf-8"))
+    cues: list[Cue] = []
+    for name in CUE_FILES:
+        cues += parse_cues(package.joinpath(name).read_text("utf-8"), name)
+    ids = [c.id for c in cues]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise ConfigError(f"{', '.join(CUE_FILES)}: duplicate cue ids {duplicates}")
+    return tuple(cues)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,11 @@ import re
 from collections import deque
 from dataclasses import dataclass
 
+from trainmedic.core.logparse.failure_states import (
+    is_listing_row,
+    may_name_a_state,
+    names_a_state,
+)
 from trainmedic.core.signatures.prefilter import trie_pattern
 
 HEAD = 40
@@ -151,12 +156,14 @@ class EvidenceLine:
 
 def may_be_evidence(raw: bytes) -> bool:
     """The cheap first test (failure words present, any case), on the raw line."""
-    return _FAST.search(raw.lower()) is not None
+    return _FAST.search(raw.lower()) is not None or may_name_a_state(raw)
 
 
 def is_failure_text(body: str) -> bool:
     """Whether a message (prefix removed) is failure evidence (see the module docstring)."""
-    if _WORDS.search(body) is None:
+    if _WORDS.search(body) is None and not names_a_state(body):
+        return False
+    if is_listing_row(body):
         return False
     return not (_QUIET_LEVEL.search(body) or _NOT_FAILURE.search(body) or _FRAME.match(body))
 

@@ -55,7 +55,9 @@ def _parsers() -> list[BlockParser]:
     from trainmedic.core.logparse.ipmi import SelParser
     from trainmedic.core.logparse.kube import PodTableParser
     from trainmedic.core.logparse.kubenode import NodeResourcesParser
+    from trainmedic.core.logparse.linkstate import LinkStateParser
     from trainmedic.core.logparse.nvsmi import DcgmiDiagParser, NvidiaSmiParser
+    from trainmedic.core.logparse.nvsmi_limits import GpuLimitParser
     from trainmedic.core.logparse.powersupply import PowerSupplyParser
     from trainmedic.core.logparse.slurmstate import SlurmStateParser
 
@@ -68,6 +70,8 @@ def _parsers() -> list[BlockParser]:
         SelParser(),
         PowerSupplyParser(),
         NodeResourcesParser(),
+        GpuLimitParser(),
+        LinkStateParser(),
     ]
 
 
