@@ -1,0 +1,133 @@
+"""The learned evidence layer: a text classifier speaks only where the layers say nothing sure.
+
+Below the catalogue, the mechanisms and the hand-written evidence cues, a classifier trained on
+the labelled real logs (``learned_model.py`` over ``learned_text.py``'s features; the weights
+are data, ``learned_model.json``, written by ``python -m trainmedic.offline.train_evidence``)
+reads the log's words. It is used in two places only:
+
+* a failure the layers could not name (category unknown) gets the classifier's likeliest
+  failure category, when that is not "unknown" itself;
+* a log the layers found no failure in is called a failure only when the classifier is far
+  more sure it is not healthy than the least healthy-looking healthy log of its training sets
+  ever made it (``healthy_below``, chosen by leave-one-set-out cross-validation); off by
+  default (``CALL_FAILURES``), since cross-validation found it unsafe.
+
+Its verdicts are guesses: confidence at most ``LEARNED_CONFIDENCE`` (under the policy's stop
+threshold: restart, never stop or drain), no node implicated, and the basis says
+"learned evidence layer". Off unless ``ADOPTED`` (see the cross-validation in
+``offline/crossval.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from importlib import resources
+
+from trainmedic.core.attribute.learned_model import TextModel
+from trainmedic.core.attribute.learned_text import features
+from trainmedic.core.model import Category, Implicated, Kind, Verdict
+
+ADOPTED = True
+"""Whether ``attribute`` consults the packaged model to name unknown failures (measured by
+leave-one-set-out cross-validation, ``offline/crossval.py``: more right, no safety lost)."""
+
+CALL_FAILURES = False
+"""Whether it may also call a failure in a log the layers found none in. Off: in
+cross-validation the classifier did not separate healthy logs from the failures the layers
+missed (healthy logs scored on both sides of every missed failure), so it called healthy logs
+failures at any threshold that caught a failure."""
+
+HEALTHY = "none"
+LEARNED_CONFIDENCE = 0.45
+"""The most the learned layer ever claims."""
+BASE_CONFIDENCE = 0.2
+SHARE_WEIGHT = 0.1
+"""Confidence is 0.2 to 0.3 by the likeliest class's share: in cross-validation about a third of
+the unknown failures it named were named right (the reliability table)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LearnedModel:
+    text: TextModel
+    healthy_below: float
+    """log P(healthy) - log P(likeliest failure) under which a log is called a failure."""
+    trained_on: Mapping[str, str] = field(default_factory=dict)  # set -> digest of its logs
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "healthy_below": self.healthy_below,
+            "trained_on": dict(sorted(self.trained_on.items())),
+            **self.text.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, object]) -> LearnedModel:
+        below, trained = obj["healthy_below"], obj.get("trained_on", {})
+        if not isinstance(below, int | float) or not isinstance(trained, dict):
+            raise ValueError("learned model: healthy_below or trained_on is malformed")
+        return cls(TextModel.from_json(obj), float(below), {str(k): str(v) for k, v in trained.items()})
+
+
+@functools.cache
+def packaged_model() -> LearnedModel:
+    text = resources.files("trainmedic.core.attribute").joinpath("learned_model.json")
+    return LearnedModel.from_json(json.loads(text.read_text("utf-8")))
+
+
+def _failure_guess(model: LearnedModel, feats: frozenset[str]) -> tuple[str, float, float]:
+    """The likeliest failure class, its probability among failure classes, and the margin."""
+    post = model.text.posterior(feats)
+    failure = {c: p for c, p in post.items() if c != HEALTHY}
+    mass = sum(failure.values()) or 1.0
+    best = max(sorted(failure), key=lambda c: failure[c])
+    margin = math.log(max(post.get(HEALTHY, 0.0), 1e-300)) - math.log(max(failure[best], 1e-300))
+    return best, failure[best] / mass, margin
+
+
+def _confidence(share: float) -> float:
+    return round(min(LEARNED_CONFIDENCE, BASE_CONFIDENCE + SHARE_WEIGHT * share), 3)
+
+
+def apply_learned(
+    verdict: Verdict,
+    lines: Sequence[str],
+    model: LearnedModel | None,
+    *,
+    call_failures: bool = CALL_FAILURES,
+) -> Verdict:
+    """``verdict`` unchanged, or named / called a failure by the classifier (see the module)."""
+    unnamed = verdict.failure and verdict.category is Category.UNKNOWN
+    if model is None or not lines or not (unnamed or (call_failures and not verdict.failure)):
+        return verdict
+    best, share, margin = _failure_guess(model, features(lines))
+    basis = f"learned evidence layer: the log's words read as {best} (p={share:.2f} among failures"
+    if unnamed:
+        if best == str(Category.UNKNOWN):
+            return verdict
+        return replace(
+            verdict,
+            category=Category(best),
+            confidence=_confidence(share),
+            implicated=replace(verdict.implicated, nodes=()),
+            basis=f"{verdict.basis}; named by {basis})",
+        )
+    if margin >= model.healthy_below:
+        return verdict
+    return Verdict(
+        failure=True,
+        kind=Kind.CRASH,
+        category=Category(best),
+        confidence=_confidence(share),
+        implicated=Implicated(),
+        basis=f"{basis}, healthy {margin:.1f} nats below the likeliest failure, under the "
+        f"threshold {model.healthy_below:.1f}); no failure line any rule knows",
+    )
+
+
+def learned_fallback(verdict: Verdict, lines: Sequence[str]) -> Verdict:
+    """The hook ``attribute`` calls last: the packaged model when adopted."""
+    return apply_learned(verdict, lines, packaged_model() if ADOPTED and lines else None)
