@@ -5,8 +5,11 @@ the labelled real logs (``learned_model.py`` over ``learned_text.py``'s features
 are data, ``learned_model.json``, written by ``python -m trainmedic.offline.train_evidence``)
 reads the log's words. It is used in two places only:
 
-* a failure the layers could not name (category unknown) gets the classifier's likeliest
-  failure category, when that is not "unknown" itself;
+* a failure the layers could not name (category unknown) because its lines are unknown to
+  every rule (the evidence layer's unnamed failure lines, or teardown noise alone) gets the
+  classifier's likeliest failure category, when that is not "unknown" itself. An unknown a
+  mechanism or a cascade concluded on purpose (a wait on another process, a peer that
+  vanished, a log cut short) is left alone: its words are the cascade's, not the cause's;
 * a log the layers found no failure in is called a failure only when the classifier is far
   more sure it is not healthy than the least healthy-looking healthy log of its training sets
   ever made it (``healthy_below``, chosen by leave-one-set-out cross-validation); off by
@@ -92,6 +95,10 @@ def _confidence(share: float) -> float:
     return round(min(LEARNED_CONFIDENCE, BASE_CONFIDENCE + SHARE_WEIGHT * share), 3)
 
 
+NAMEABLE = ("evidence:", "catalogue: only teardown noise")
+"""Bases of the unknown verdicts the learned layer may name (``verdict.py``'s wording)."""
+
+
 def apply_learned(
     verdict: Verdict,
     lines: Sequence[str],
@@ -100,7 +107,11 @@ def apply_learned(
     call_failures: bool = CALL_FAILURES,
 ) -> Verdict:
     """``verdict`` unchanged, or named / called a failure by the classifier (see the module)."""
-    unnamed = verdict.failure and verdict.category is Category.UNKNOWN
+    unnamed = (
+        verdict.failure
+        and verdict.category is Category.UNKNOWN
+        and verdict.basis.startswith(NAMEABLE)
+    )
     if model is None or not lines or not (unnamed or (call_failures and not verdict.failure)):
         return verdict
     best, share, margin = _failure_guess(model, features(lines))
