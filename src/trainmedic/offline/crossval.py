@@ -5,8 +5,8 @@ other set only, then score S with (a) the rule layers alone and (b) the rule lay
 the model that never saw S. The rule layers were tuned on every set, so (a) is optimistic;
 the gain of (b) over (a) is the honest signal of what the learned layer adds on unseen logs.
 
-``python -m trainmedic.offline.crossval [DIR ...]`` (``benchmarks/bench_attr_crossval.py``
-runs it) prints per set and pooled: high+medium accuracy, the safety counts and both
+``python -m trainmedic.offline.crossval [DIR ...]`` (or ``trainmedic eval --crossval DIR...``)
+prints per set and pooled: high+medium accuracy, the safety counts and both
 reliability tables.
 """
 
@@ -119,7 +119,9 @@ def format_crossval(results: Sequence[SetResult]) -> str:
         out.append(f"reliability {title}, pooled (verdicts that found a failure):")
         for b in data.calibration:
             acc = f"{b.accuracy:6.1%}" if b.count else "     -"
-            out.append(f"  [{b.low:.2f}, {b.high:.2f})  {b.count:>4} verdicts {b.right:>4} right {acc}")
+            out.append(
+                f"  [{b.low:.2f}, {b.high:.2f})  {b.count:>4} verdicts {b.right:>4} right {acc}"
+            )
     for title, data in (("(b)", pooled.learned), ("(c)", pooled.calling)):
         out.extend(_changes(title, pooled.rules, data))
     return "\n".join(out)

@@ -84,6 +84,8 @@ def choose_threshold(examples: Sequence[Example]) -> float:
     worst = math.inf
     for held in groups:
         rest = [e for e in examples if e.group != held]
+        if not rest:
+            continue
         model = LearnedModel(train(rest), healthy_below=-math.inf)
         for e in examples:
             if e.group == held and e.label == HEALTHY:
@@ -94,7 +96,9 @@ def choose_threshold(examples: Sequence[Example]) -> float:
 def digest(logs: Sequence[LabelledLog]) -> str:
     h = hashlib.sha256()
     for log in sorted(logs, key=lambda x: x.label.file):
-        h.update(json.dumps([log.label.file, log.label.category, sorted(log.example.features)]).encode())
+        h.update(
+            json.dumps([log.label.file, log.label.category, sorted(log.example.features)]).encode()
+        )
     return h.hexdigest()[:16]
 
 

@@ -72,7 +72,9 @@ class LearnedModel:
         below, trained = obj["healthy_below"], obj.get("trained_on", {})
         if not isinstance(below, int | float) or not isinstance(trained, dict):
             raise ValueError("learned model: healthy_below or trained_on is malformed")
-        return cls(TextModel.from_json(obj), float(below), {str(k): str(v) for k, v in trained.items()})
+        return cls(
+            TextModel.from_json(obj), float(below), {str(k): str(v) for k, v in trained.items()}
+        )
 
 
 @functools.cache
@@ -81,10 +83,12 @@ def packaged_model() -> LearnedModel:
     return LearnedModel.from_json(json.loads(text.read_text("utf-8")))
 
 
-def _failure_guess(model: LearnedModel, feats: frozenset[str]) -> tuple[str, float, float]:
+def _failure_guess(model: LearnedModel, feats: frozenset[str]) -> tuple[str, float, float] | None:
     """The likeliest failure class, its probability among failure classes, and the margin."""
     post = model.text.posterior(feats)
     failure = {c: p for c, p in post.items() if c != HEALTHY}
+    if not failure:
+        return None
     mass = sum(failure.values()) or 1.0
     best = max(sorted(failure), key=lambda c: failure[c])
     margin = math.log(max(post.get(HEALTHY, 0.0), 1e-300)) - math.log(max(failure[best], 1e-300))
@@ -114,7 +118,10 @@ def apply_learned(
     )
     if model is None or not lines or not (unnamed or (call_failures and not verdict.failure)):
         return verdict
-    best, share, margin = _failure_guess(model, features(lines))
+    guess = _failure_guess(model, features(lines))
+    if guess is None:
+        return verdict
+    best, share, margin = guess
     basis = f"learned evidence layer: the log's words read as {best} (p={share:.2f} among failures"
     if unnamed:
         if best == str(Category.UNKNOWN):

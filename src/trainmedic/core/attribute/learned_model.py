@@ -44,7 +44,9 @@ class TextModel:
     alpha: float = ALPHA
 
     def posterior(self, feats: frozenset[str]) -> dict[str, float]:
-        """P(class | features), the classes summing to one."""
+        """P(class | features), the classes summing to one (empty for an empty model)."""
+        if not self.classes:
+            return {}
         total_docs = sum(self.docs.values())
         vocab = len(self.counts)
         mass = {c: 0 for c in self.classes}
@@ -52,15 +54,13 @@ class TextModel:
             for c, n in per_class.items():
                 mass[c] += n
         scores = {
-            c: math.log((self.docs[c] + 1) / (total_docs + len(self.classes)))
-            for c in self.classes
+            c: math.log((self.docs[c] + 1) / (total_docs + len(self.classes))) for c in self.classes
         }
         for f in sorted(feats):
-            per_class = self.counts.get(f)
-            if per_class is None:
+            if f not in self.counts:
                 continue
             for c in self.classes:
-                n = per_class.get(c, 0)
+                n = self.counts[f].get(c, 0)
                 scores[c] += math.log((n + self.alpha) / (mass[c] + self.alpha * vocab))
         top = max(scores.values())
         exp = {c: math.exp(s - top) for c, s in scores.items()}

@@ -13,6 +13,7 @@ the features of a 2 GB log cost what those of a small one do.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import deque
 from collections.abc import Iterable
@@ -60,7 +61,7 @@ def features(lines: Iterable[str]) -> frozenset[str]:
     for line in lines:
         seq = words(line)
         found.update(f"w:{w}" for w in seq if w != NUMBER)
-        found.update(f"b:{a} {b}" for a, b in zip(seq, seq[1:], strict=False))
+        found.update(f"b:{a} {b}" for a, b in itertools.pairwise(seq))
     return frozenset(found)
 
 

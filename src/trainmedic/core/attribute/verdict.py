@@ -18,6 +18,8 @@ Three layers, each saying in the verdict's basis what it rests on:
 3. **evidence** (``evidence.py``): failure lines no signature knows still name a category,
    with a confidence of at most 0.45; they also name the category of a verdict the layers
    above left unknown. No failure only when there is no failure evidence at all.
+4. **learned** (``learned.py``): a text classifier trained on the labelled real logs names an
+   unknown failure that rests on unnamed failure lines or teardown alone (0.2-0.3, no node).
 """
 
 from __future__ import annotations
