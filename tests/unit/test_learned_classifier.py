@@ -63,6 +63,16 @@ def test_naive_bayes_learns_and_is_deterministic() -> None:
     assert TextModel.from_json(model.to_json()) == model
 
 
+def test_failure_score_is_a_mean_per_word() -> None:
+    model = train(_examples())
+    failing = features(["gpu has fallen off the bus, xid"])
+    assert model.failure_score(failing) > 0 > model.failure_score(features(["epoch loss step"]))
+    assert model.failure_score(features(["words nobody trained on"])) == 0.0
+    # Saying the same thing twice as long does not make it more of a failure.
+    longer = features(["gpu has fallen off the bus, xid", "gpu has fallen off the bus, xid"])
+    assert math.isclose(model.failure_score(longer), model.failure_score(failing))
+
+
 def test_features_of_one_set_only_are_dropped() -> None:
     extra = Example(features(["frontier frontier-only words"]), "storage", "s1")
     extra2 = Example(features(["frontier words again"]), "storage", "s1")
@@ -72,8 +82,8 @@ def test_features_of_one_set_only_are_dropped() -> None:
     assert "w:nfs" not in train(_examples(), max_features=0).counts
 
 
-def _model(healthy_below: float = -math.inf) -> LearnedModel:
-    return LearnedModel(train(_examples()), healthy_below)
+def _model(failure_above: float = math.inf) -> LearnedModel:
+    return LearnedModel(train(_examples()), failure_above)
 
 
 UNNAMED = Verdict(
@@ -114,5 +124,5 @@ def test_calling_a_failure_needs_the_switch_and_the_threshold() -> None:
     assert called.confidence <= LEARNED_CONFIDENCE and called.implicated == Implicated()
     healthy = ["epoch 3 loss 0.12 accuracy 0.9 step done"]
     assert apply_learned(NO_FAILURE, healthy, _model(0.0), call_failures=True) is NO_FAILURE
-    strict = _model(-1000.0)
+    strict = _model(1000.0)
     assert apply_learned(NO_FAILURE, lines, strict, call_failures=True) is NO_FAILURE

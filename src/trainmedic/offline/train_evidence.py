@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainmedic.core.attribute.learned import HEALTHY, LearnedModel
-from trainmedic.core.attribute.learned_model import Example, train
+from trainmedic.core.attribute.learned import LearnedModel
+from trainmedic.core.attribute.learned_model import HEALTHY, Example, train
 from trainmedic.core.attribute.learned_text import features, sample_text
 from trainmedic.core.errors import InputError
 from trainmedic.offline.evaluate import Label, read_labels
@@ -35,9 +35,8 @@ SHARED_CANDIDATES = (Path("/work/shared/corpus"), REPO.parent / "shared" / "corp
 REALWORLD = REPO / "tests" / "data" / "realworld"
 MODEL_PATH = REPO / "src" / "trainmedic" / "core" / "attribute" / "learned_model.json"
 
-HEALTHY_MARGIN = 4.0
-"""Nats below the least healthy-looking healthy log (out of fold) a log must fall to be
-called a failure: the threshold leaves room for healthy logs worded unlike any seen."""
+FAILURE_MARGIN = 0.02
+"""Added to the highest failure score of a healthy log (out of fold): the threshold."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,28 +68,21 @@ def load_corpus(corpus: Path) -> list[LabelledLog]:
     return logs
 
 
-def healthy_margin(model: LearnedModel | None, feats: frozenset[str]) -> float:
-    """log P(healthy) - log P(likeliest failure class): below the threshold, a failure."""
-    assert model is not None
-    post = model.text.posterior(feats)
-    failure = max(p for c, p in post.items() if c != HEALTHY)
-    return math.log(max(post.get(HEALTHY, 0.0), 1e-300)) - math.log(max(failure, 1e-300))
-
-
 def choose_threshold(examples: Sequence[Example]) -> float:
-    """Leave-one-set-out inside ``examples``: the least healthy-looking healthy log, less
-    ``HEALTHY_MARGIN``, so no healthy log of any held-out set would have been called a failure."""
+    """Leave-one-set-out inside ``examples``: the highest failure score a healthy log of a
+    held-out set got from a model trained on the other sets, plus ``FAILURE_MARGIN``, so that
+    no healthy log of any held-out set would have been called a failure."""
     groups = sorted({e.group for e in examples})
-    worst = math.inf
+    worst = -math.inf
     for held in groups:
         rest = [e for e in examples if e.group != held]
         if not rest:
             continue
-        model = LearnedModel(train(rest), healthy_below=-math.inf)
+        model = train(rest)
         for e in examples:
             if e.group == held and e.label == HEALTHY:
-                worst = min(worst, healthy_margin(model, e.features))
-    return round(worst - HEALTHY_MARGIN, 3) if worst != math.inf else -math.inf
+                worst = max(worst, model.failure_score(e.features))
+    return round(worst + FAILURE_MARGIN, 3) if worst != -math.inf else math.inf
 
 
 def digest(logs: Sequence[LabelledLog]) -> str:

@@ -19,6 +19,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+HEALTHY = "none"
+"""The label of a healthy log; every other class is a failure."""
 MIN_DOCS = 3
 MIN_SETS = 2
 MAX_FEATURES = 1500
@@ -66,6 +68,26 @@ class TextModel:
         exp = {c: math.exp(s - top) for c, s in scores.items()}
         norm = sum(exp.values())
         return {c: exp[c] / norm for c in self.classes}
+
+    def failure_score(self, feats: frozenset[str]) -> float:
+        """How much more a failure than a healthy log uses the log's words: the mean, over the
+        model's features the log holds, of log P(feature | failure) / P(feature | healthy).
+        A mean, not a sum, so a long log is not more of a failure for being long; 0 without
+        any known feature."""
+        known = sorted(f for f in feats if f in self.counts)
+        if not known or HEALTHY not in self.docs:
+            return 0.0
+        vocab = len(self.counts)
+        healthy = sum(pc.get(HEALTHY, 0) for pc in self.counts.values()) + self.alpha * vocab
+        failure = sum(n for pc in self.counts.values() for n in pc.values()) + self.alpha * vocab
+        failure -= healthy - self.alpha * vocab
+        total = 0.0
+        for f in known:
+            n_healthy = self.counts[f].get(HEALTHY, 0)
+            n_failure = sum(self.counts[f].values()) - n_healthy
+            total += math.log((n_failure + self.alpha) / failure)
+            total -= math.log((n_healthy + self.alpha) / healthy)
+        return total / len(known)
 
     def to_json(self) -> dict[str, object]:
         return {
