@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
