@@ -19,6 +19,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "corpus", metavar="DIR", nargs="+", help="directory holding labels.jsonl and the logs"
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument(
+        "--crossval",
+        action="store_true",
+        help="leave one DIR out at a time: the rule layers against the rule layers plus the "
+        "learned evidence layer trained on the other DIRs only",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -26,6 +32,13 @@ def run(args: argparse.Namespace) -> int:
     for corpus in corpora:
         if not corpus.is_dir():
             raise InputError(f"{corpus}: not a directory")
+    if args.crossval:
+        from trainmedic.offline.crossval import crossvalidate, format_crossval
+        from trainmedic.offline.train_evidence import load_corpus
+
+        logs = [log for corpus in corpora for log in load_corpus(corpus)]
+        print(format_crossval(crossvalidate(logs)))
+        return 0
     data = summary(evaluate_corpora(corpora))
     print(json.dumps(data.to_json()) if args.json else format_summary(data))
     return 0

@@ -14,10 +14,11 @@ from __future__ import annotations
 import gzip
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, cast
 
+from trainmedic.core.attribute.learned_text import LineSample
 from trainmedic.core.attribute.verdict import attribute
 from trainmedic.core.engine.evidence import combine_scans
 from trainmedic.core.errors import InputError
@@ -65,15 +66,26 @@ def _job_files(root: Path) -> list[Path]:
     return found
 
 
-def _scan_file(path: Path, root: Path, limits: ScanLimits) -> FileScan:
+def _scan_file(
+    path: Path, root: Path, limits: ScanLimits, sample: LineSample | None = None
+) -> FileScan:
     display = str(path)
     node_hint = path.parent.name if path.parent != root and root.is_dir() else None
     try:
         with _open(path) as handle:
-            return scan_lines(_raw_lines(handle, limits.max_line_bytes), display, node_hint, limits)
+            raw = _raw_lines(handle, limits.max_line_bytes)
+            if sample is not None:
+                raw = _sampled(raw, sample)
+            return scan_lines(raw, display, node_hint, limits)
     except (OSError, EOFError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise InputError(f"{path}: cannot read: {reason}") from exc
+
+
+def _sampled(lines: Iterator[bytes], sample: LineSample) -> Iterator[bytes]:
+    for line in lines:
+        sample.add(line)
+        yield line
 
 
 def _raw_lines(handle: IO[bytes], max_bytes: int) -> Iterator[bytes]:
@@ -91,8 +103,11 @@ def _raw_lines(handle: IO[bytes], max_bytes: int) -> Iterator[bytes]:
         yield chunk
 
 
-def analyze_path(path: str | Path, limits: ScanLimits | None = None) -> AnalysisResult:
-    """Analyse one input; raises ``InputError`` when nothing in it can be read."""
+def analyze_path(
+    path: str | Path, limits: ScanLimits | None = None, *, learned: bool = True
+) -> AnalysisResult:
+    """Analyse one input; raises ``InputError`` when nothing in it can be read. Without
+    ``learned``, the learned evidence layer is not consulted (the rule layers alone)."""
     limits = limits or ScanLimits()
     root = Path(path)
     try:
@@ -104,9 +119,13 @@ def analyze_path(path: str | Path, limits: ScanLimits | None = None) -> Analysis
     files = _job_files(root) if is_dir else [root]
     scans: list[FileScan] = []
     skipped: list[str] = []
+    text: list[str] = []
     for file in files:
+        sample = LineSample()
         try:
-            scans.append(_scan_file(file, root, limits))
+            scans.append(_scan_file(file, root, limits, sample))
+            if learned:
+                text.extend(sample.lines()[: max(0, MAX_SAMPLE_LINES - len(text))])
         except InputError as exc:
             if not is_dir:
                 raise
@@ -114,13 +133,19 @@ def analyze_path(path: str | Path, limits: ScanLimits | None = None) -> Analysis
     if is_dir and not scans:
         detail = f" ({skipped[0]})" if skipped else ""
         raise InputError(f"{root}: directory holds no readable log file{detail}")
-    return _combine(str(root), scans, tuple(skipped))
+    return _combine(str(root), scans, tuple(skipped), tuple(text))
 
 
-def _combine(source: str, scans: list[FileScan], skipped: tuple[str, ...]) -> AnalysisResult:
+MAX_SAMPLE_LINES = 4000
+"""Lines of all files together the learned evidence layer reads (``LineSample`` per file)."""
+
+
+def _combine(
+    source: str, scans: list[FileScan], skipped: tuple[str, ...], text: tuple[str, ...] = ()
+) -> AnalysisResult:
     # The live engine combines and attributes its scans the same way (one verdict per lines).
     evidence = combine_scans(scans)
-    verdict = attribute(evidence.events, facts=evidence.facts)
+    verdict = attribute(evidence.events, facts=replace(evidence.facts, text=text))
     return AnalysisResult(
         source=source,
         verdict=verdict,

@@ -39,3 +39,6 @@ class JobFacts:
     collectives: CollectiveTrace | None = None
     # Thread stack dumps (faulthandler, py-spy): where a process waited when someone looked.
     stack_dumps: tuple[StackDump, ...] = ()
+    # A bounded sample of the input's lines (head and tail of each file): the learned evidence
+    # layer reads their words (``learned.py``); empty, it stays silent.
+    text: tuple[str, ...] = ()

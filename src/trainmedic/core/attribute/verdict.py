@@ -18,6 +18,8 @@ Three layers, each saying in the verdict's basis what it rests on:
 3. **evidence** (``evidence.py``): failure lines no signature knows still name a category,
    with a confidence of at most 0.45; they also name the category of a verdict the layers
    above left unknown. No failure only when there is no failure evidence at all.
+4. **learned** (``learned.py``): a text classifier trained on the labelled real logs names an
+   unknown failure that rests on unnamed failure lines or teardown alone (0.2-0.3, no node).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from trainmedic.core.attribute.collective import collective_finding, nccl_trace_
 from trainmedic.core.attribute.culprit import Culprit, find_culprit, first_real_failure
 from trainmedic.core.attribute.evidence import EvidenceFinding, read_evidence
 from trainmedic.core.attribute.facts import JobFacts
+from trainmedic.core.attribute.learned import learned_fallback
 from trainmedic.core.attribute.phase import (
     PhaseFinding,
     comm_init_failed,
@@ -145,8 +148,9 @@ def attribute(events: Sequence[Event], *, facts: JobFacts | None = None) -> Verd
     facts = facts or JobFacts()
     verdict = _layers(events, facts)
     if verdict.failure and verdict.category is Category.UNKNOWN:
-        return _named_by_evidence(verdict, facts)
-    return verdict
+        verdict = _named_by_evidence(verdict, facts)
+    # Layer 4, only where the others said nothing sure (unknown, no failure): a guess.
+    return learned_fallback(verdict, facts.text)
 
 
 def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
