@@ -1,7 +1,8 @@
 """Train the learned evidence layer on the labelled real logs and write its model file.
 
 ``python -m trainmedic.offline.train_evidence [DIR ...]`` reads each DIR's ``labels.jsonl`` and
-logs (by default the shared development sets and every ``tests/data/realworld`` batch),
+logs (by default every ``tests/data/realworld`` batch: the sets in the repository, so a clean
+clone retrains the same file; the shared development sets stay outside it, scored only),
 trains ``core/attribute/learned_model.py``'s classifier on all of them, chooses the threshold
 below which a log's "healthy" probability calls it a failure by leave-one-set-out
 cross-validation inside the training sets, and writes ``core/attribute/learned_model.json``.
@@ -47,7 +48,14 @@ class LabelledLog:
     example: Example
 
 
+def training_corpora() -> list[Path]:
+    """The labelled sets the packaged model is trained on: the repository's own batches."""
+    return sorted(p for p in REALWORLD.iterdir() if (p / "labels.jsonl").is_file())
+
+
 def default_corpora() -> list[Path]:
+    """Every labelled set at hand (the shared development sets too, where present): what
+    cross-validation scores."""
     shared = next((p for p in SHARED_CANDIDATES if (p / "dev" / "labels.jsonl").is_file()), None)
     found = [shared / name for name in ("dev", "dev2")] if shared else []
     found += sorted(p for p in REALWORLD.iterdir() if (p / "labels.jsonl").is_file())
@@ -111,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=MODEL_PATH)
     parser.add_argument("--check", action="store_true", help="fail if the file is stale")
     args = parser.parse_args(argv)
-    corpora = [Path(c) for c in args.corpus] or default_corpora()
+    corpora = [Path(c) for c in args.corpus] or training_corpora()
     logs = [log for corpus in corpora for log in load_corpus(corpus)]
     text = model_text(build(logs))
     if args.check:
