@@ -57,12 +57,6 @@ UNDECLARED = {
     "lightning": {"extra_args": ("--progress-bar", "default")},
 }
 CHAIN_S = 1200.0  # one framework's whole chain, all jobs running at once on 2 cores
-LIGHTNING_RESUME_STEP = (
-    "known issue: Lightning's bar after a resume is not the global step (resumed from the "
-    "checkpoint of an epoch's last batch it counts that epoch again: 'Epoch 10: 1/200' at "
-    "step 2201), so the retry's failure is read at another iteration than the first one's and "
-    "the guessed application error (confidence 0.45) is restarted again instead of stopped"
-)
 
 
 class KnownIssue(Exception):
@@ -252,8 +246,6 @@ def deterministic_exception(lab: FrameworkLab, job_id: str, job: WorkloadJob, at
     stop = next_incident(lab, job_id, timeout=300)
     assert (stop.attempt, stop.category) == (attempt + 1, Category.APPLICATION), describe(stop)
     stopped = lab.advice(stop)
-    if lab.jobs_framework[job_id] == "lightning" and stopped.action is Action.RESTART:
-        raise KnownIssue(f"{LIGHTNING_RESUME_STEP}: {describe(stop)}")
     assert stopped.action is Action.STOP and stopped.status is AdviceStatus.CONVERGED, stopped
     final = wait("the job to end", lambda: (d := lab.details(job_id)).state.is_terminal() and d, 90)
     assert final.state in (JobState.CANCELLED, JobState.FAILED), final

@@ -149,7 +149,12 @@ class Engine:
                 return  # the lost attempt's last lines: not progress of the new one
             if isinstance(obs, Progress) and track.between_attempts():
                 return
+            if isinstance(obs, CheckpointSaved) and not obs.in_progress:
+                track.bar.checkpoint(obs.iteration)
             if isinstance(obs, Progress):
+                step = track.bar.step(obs)
+                if step != obs.iteration:
+                    obs = replace(obs, iteration=step)  # a bar's count, placed (epoch_bar)
                 if track.first_progress is None:
                     track.first_progress = obs
                 if track.last_progress is None or obs.iteration >= track.last_progress.iteration:

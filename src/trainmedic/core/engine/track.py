@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from trainmedic.core.detect.anomaly import Anomaly, Trigger
 from trainmedic.core.detect.config import DetectorConfig
 from trainmedic.core.detect.state import JobDetectorState
+from trainmedic.core.engine.epoch_bar import EpochBarClock
 from trainmedic.core.logparse.scan import FileScan, LineScanner
 from trainmedic.core.model import Event, Verdict
 from trainmedic.core.observations import CheckpointSaved, Progress
@@ -74,6 +75,8 @@ class JobTrack:
         # The current attempt's first and latest accepted progress (for the store).
         self.first_progress: Progress | None = None
         self.last_progress: Progress | None = None
+        # Places a per-epoch bar's count (Lightning after a resume) at its global step.
+        self.bar = EpochBarClock()
 
     def new_attempt(self, attempt: int, time: float) -> None:
         """The scheduler reports a new attempt: what belonged to the old one is set aside."""
@@ -93,6 +96,7 @@ class JobTrack:
         self.met_at = None
         self.nodes = ()
         self.first_progress = self.last_progress = None
+        self.bar.new_attempt()
 
     def scanner(self, path: str) -> LineScanner:
         found = self.scanners.get(path)
