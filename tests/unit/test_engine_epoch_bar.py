@@ -79,6 +79,19 @@ def test_a_label_that_lags_an_epoch_after_a_last_batch_resume_is_moved_for_the_a
     assert clock.step(_bar(_epoch(12, 101, 200))) == 2501
 
 
+def test_a_resumed_bar_redrawing_the_restored_batches_is_no_step() -> None:
+    """Seen on the lab cluster: resumed from the checkpoint of epoch 13's last batch (step
+    2800, named ``epoch=12-step=2800.ckpt``), the bar redraws ``Training: 198/?`` ...
+    ``200/?``, then counts the next epoch as ``Epoch 13: n/200``."""
+    clock = EpochBarClock()
+    clock.step(_bar(_epoch(12, 150, 200)))
+    clock.checkpoint(2800)
+    clock.new_attempt()
+    assert [clock.step(_bar(_resumed(n))) for n in (198, 199, 200)] == [None, None, None]
+    assert clock.step(_bar(_epoch(13, 1, 200))) == 2801
+    assert clock.step(_bar(_epoch(13, 50, 200))) == 2850
+
+
 def test_a_right_bar_and_other_formats_are_left_as_they_are() -> None:
     clock = EpochBarClock()
     clock.checkpoint(60)

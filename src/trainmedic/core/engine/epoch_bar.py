@@ -16,8 +16,11 @@ the checkpoint the attempt resumed from (the newest one seen before its first st
 checkpoint watcher or a saved-checkpoint line) and the batches per epoch (a bar's total, seen
 in any attempt):
 
-* ``Training: n/?`` -> the resumed epoch's first step + n: ``(S // T) x T + n``; without a
-  known ``T``, ``S + 1`` at the attempt's first such count, counting on from there;
+* ``Training: n/?`` -> the resumed epoch's first step + n: ``((S - 1) // T) x T + n`` (a
+  checkpoint of an epoch's last batch belongs to the epoch it ends); a count at or before
+  ``S`` is the bar redrawing the restored batches (``Training: 198/?`` ... ``200/?`` right
+  after a resume from step 2800), no step; without a known ``T``, ``S + 1`` at the
+  attempt's first such count, counting on from there;
 * ``Epoch E: n/T`` -> ``E x T + n`` plus whole epochs, as many as the attempt's first such
   bar needs to lie past the resume point (and past the steps this attempt already read); the
   lag is the attempt's, so it is kept for the rest of the attempt. A bar that is right (a
@@ -63,16 +66,18 @@ class EpochBarClock:
         if self._last is None and (self._resumed_from is None or iteration > self._resumed_from):
             self._resumed_from = iteration
 
-    def step(self, progress: Progress) -> int:
-        """The global step ``progress`` reports."""
+    def step(self, progress: Progress) -> int | None:
+        """The global step ``progress`` reports; None: it reports none of this attempt (the
+        resumed bar redrawing the restored batches, at or before the resume point)."""
         count = progress.epoch_step
         if count is None:
-            found = progress.iteration
+            found: int | None = progress.iteration
         elif progress.epoch is not None and progress.epoch_len:
             found = self._labelled(progress.epoch, count, progress.epoch_len)
         else:
             found = self._unlabelled(count)
-        self._last = found if self._last is None else max(self._last, found)
+        if found is not None:
+            self._last = found if self._last is None else max(self._last, found)
         return found
 
     def _labelled(self, epoch: int, count: int, per_epoch: int) -> int:
@@ -85,12 +90,16 @@ class EpochBarClock:
             self._shift = lag * per_epoch
         return naive + self._shift
 
-    def _unlabelled(self, count: int) -> int:
+    def _unlabelled(self, count: int) -> int | None:
         resumed = self._resumed_from
         if resumed is None:
             return count  # nothing to place it by: the count, as before
-        if self._epoch_len:
-            return resumed // self._epoch_len * self._epoch_len + count
+        per_epoch = self._epoch_len
+        if per_epoch:
+            # The epoch the resume point lies in (a checkpoint of an epoch's last batch
+            # belongs to the epoch it ends); its restored batches are redrawn, no steps.
+            found = (resumed - 1) // per_epoch * per_epoch + count
+            return found if found > resumed else None
         if self._anchor is None:
             self._anchor = (count, resumed + 1)
         first, at = self._anchor
