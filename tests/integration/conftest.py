@@ -15,15 +15,7 @@ from trainmedic.lab import SlurmCluster, SlurmLabUnavailable
 @pytest.fixture(scope="session")
 def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
     """4 nodes (node1..node4, 2 CPUs each), cred_expire=10: a requeued job restarts in ~11 s."""
-    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"), nodes=4, cred_expire=10)
-    try:
-        cluster.start()
-    except SlurmLabUnavailable as err:
-        pytest.skip(str(err))
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+    yield from _started(SlurmCluster(tmp_path_factory.mktemp("slurm"), nodes=4, cred_expire=10))
 
 
 @pytest.fixture(scope="session")
@@ -46,9 +38,19 @@ FRAMEWORK_NODES = 16
 def framework_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
     """16 nodes (fw1..fw16, 2 CPUs each: one job per node), cred_expire=10, for the real
     framework workloads (test_frameworks_e2e.py), which run all their jobs concurrently."""
-    cluster = SlurmCluster(
-        tmp_path_factory.mktemp("slurm-fw"), nodes=FRAMEWORK_NODES, cred_expire=10, node_prefix="fw"
+    yield from _started(
+        SlurmCluster(
+            tmp_path_factory.mktemp("slurm-fw"),
+            nodes=FRAMEWORK_NODES,
+            cred_expire=10,
+            node_prefix="fw",
+        )
     )
+
+
+def _started(cluster: SlurmCluster) -> Iterator[SlurmCluster]:
+    """The cluster started for the session and stopped after it (skipped where this machine
+    cannot run the lab, which scripts/test.sh sets up)."""
     try:
         cluster.start()
     except SlurmLabUnavailable as err:

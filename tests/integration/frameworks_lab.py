@@ -28,7 +28,6 @@ from typing import Any
 
 from trainmedic.core.model import Kind
 from trainmedic.lab import SlurmCluster
-from trainmedic.schedulers.slurm.runner import CompletedCommand, LocalRunner
 from trainmedic.schedulers.slurm.scheduler import SlurmScheduler
 from trainmedic.schedulers.slurm.scontrol import JobDetails
 from trainmedic.service.config.loader import default_config
@@ -36,9 +35,9 @@ from trainmedic.service.loop import Service
 from trainmedic.store import AdviceRecord, IncidentRecord, Store, sqlite_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workloads"))
+from tests.slurm_lab import RecordingRunner
 from workload_job import Attempt, WorkloadJob, read_trace
 
-READ_ONLY = ({"squeue"}, {"sinfo"}, {"scontrol", "-o", "show"})
 TIMINGS_ENV = "TRAINMEDIC_FRAMEWORK_TIMINGS"  # a JSONL file the measured timings go to
 # Diagnosis only, never for the verdict of these tests: "hang_floor_s=40,startup_grace_s=120"
 # overrides [detect] defaults, to see what a framework's run does past a detector default.
@@ -48,20 +47,6 @@ DETECT_ENV = "TRAINMEDIC_FRAMEWORK_DETECT"
 def detect_overrides() -> dict[str, float]:
     pairs = [p.split("=", 1) for p in os.environ.get(DETECT_ENV, "").split(",") if "=" in p]
     return {k.strip(): float(v) for k, v in pairs}
-
-
-class RecordingRunner(LocalRunner):
-    def __init__(self, slurm_conf: str) -> None:
-        super().__init__(slurm_conf)
-        self.changes: list[tuple[str, ...]] = []
-
-    def run(self, argv: list[str], timeout: float) -> CompletedCommand:
-        if not any(set(argv[: len(ro)]) == ro for ro in READ_ONLY):
-            self.changes.append(tuple(argv))
-        return super().run(argv, timeout)
-
-    def issued(self, *prefix: str) -> list[tuple[str, ...]]:
-        return [c for c in self.changes if c[: len(prefix)] == prefix]
 
 
 class Notices(logging.Handler):

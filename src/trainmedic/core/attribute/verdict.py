@@ -200,12 +200,14 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
         return _from_finding(finding, events, facts, (), layer="mechanism (collective)")
     # NCCL saying it connected all rings/trees means its setup finished: not stuck inside it.
     connected = any(t.nccl_connected for t in facts.timelines)
+    # Only NCCL's opening lines (version, environment, interface choice): a start, not a wait.
+    opened = any(t.nccl_past_opening for t in facts.timelines)
     found = _read_evidence(events, facts)
     finding = (
         rendezvous_never_completed(facts.timelines, facts.progress)
         or _died_in_setup(found, events, facts)
         or silence_after_init(facts.progress)
-        or (None if connected else stuck_in_nccl_setup(facts.progress))
+        or (None if connected or not opened else stuck_in_nccl_setup(facts.progress))
     )
     if finding is not None:
         return _from_finding(finding, events, facts, ())

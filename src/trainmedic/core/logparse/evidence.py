@@ -66,7 +66,10 @@ _QUIET_LEVEL = re.compile(
 )
 # The level of a glog/absl/torch prefix the prefix parser removed ("W0101 00:00:00.0 f.cc:1]",
 # "[I307 05:30:20...]"): info and warning lines are no evidence; E and F lines are.
-_QUIET_PREFIX = re.compile(r"(?:^|[\[\s:])[IWD]\d{3,4} ")
+# c10's own stamp ("[W socket.cpp:601]", "[I ProcessGroupNCCL.cpp:835]") likewise.
+_QUIET_PREFIX = re.compile(
+    r"(?:^|[\[\s:])[IWD]\d{3,4} |^\s*\[[IWD] [\w/.-]+\.(?:cc|cpp|h|py):\d+\]"
+)
 _NOT_FAILURE = re.compile(
     r"(?i)\b(?:no|0|zero|without|ignor\w*|suppress\w*)\s+(?:errors?|failures?|exceptions?)\b"
     r"|\b(?:no|0) (?:\w+ )?(?:failed|failing|errored)\b"
@@ -98,6 +101,9 @@ _NOT_FAILURE = re.compile(
     # a port counter at zero (perfquery "SymbolErrorCounter:....0"), a BMC record's recovery
     r"|(?-i:\b[A-Z]\w*(?:Error|Errors|Counter|Discards)\w*)(?::\.{2,}\s*|\s*==\s*)0\b(?![.,]\d)"
     r"|\|\s*Deasserted\s*$"
+    # a count of errors the hardware corrected itself (a stream of them is read elsewhere)
+    r"|(?<![Uu]n)(?<![Nn]on-)\bcorrect(?:able|ed) (?:hardware |memory |ECC )?errors?"
+    r" (?:detected|count)"
 )
 # Traceback frames, C++ frames, rich panels, and "#" comment lines (benchmark table headers
 # such as nccl-tests' "... busbw  error" column row).

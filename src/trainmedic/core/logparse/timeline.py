@@ -82,7 +82,18 @@ _TRIGGERS = (
     " float ",
     " half ",
     " bfloat16 ",
+    "NCCL",
+    "Avg bus bandwidth",
 )
+# NCCL's opening lines: version, environment settings, the interfaces and plugins it picks, an
+# optional library it falls back from. Every healthy start prints them before it connects a
+# single rank, so a log holding only these is an excerpt of a start, not a wait inside setup.
+_NCCL_OPENING = re.compile(
+    r"[NR]CCL version|\bset (?:by environment )?to\b|: Using \[|NET/Plugin|No plugin found"
+    r"|[Ff]ailed to (?:open|dlopen|load) \S*lib|cudaDriverVersion|Bootstrap\s*:|[Pp]lugin\b"
+)
+# The communicator was formed and used: torn down cleanly, or a benchmark summed up its run.
+_NCCL_USED = re.compile(r"Destroy COMPLETE|Avg bus bandwidth|Out of bounds values")
 # an nccl-tests / rccl-tests result row: size, count, type, redop, ...
 _BENCH_ROW = re.compile(
     r"^\s*\d+\s+\d+\s+(?:float|half|bfloat16|double|u?int\d*)\s+(?:sum|prod|min|max|avg|none)\s"
@@ -108,6 +119,7 @@ class Timeline:
     nccl_connected: bool = False  # NCCL said it connected all rings/trees: setup finished
     bench_started: bool = False  # nccl-tests / rccl-tests printed its device table
     bench_rows: int = 0  # and this many result rows
+    nccl_past_opening: bool = False  # an NCCL line beyond its opening ones (see _NCCL_OPENING)
     init_started_line: int | None = None  # the last "forming the process group" line
     init_done_line: int | None = None  # the last "the process group formed" line
 
@@ -149,6 +161,7 @@ class TimelineTracker:
         "_init_done",
         "_init_started",
         "_last",
+        "_past_opening",
         "_points",
         "_running",
         "_seen",
@@ -161,6 +174,7 @@ class TimelineTracker:
         self._running: deque[tuple[int, float | None]] = deque(maxlen=MAX_RUNNING)
         self._finished: int | None = None
         self._connected = False
+        self._past_opening = False
         self._bench = False
         self._bench_rows = 0
         self._init_started: int | None = None
@@ -187,10 +201,17 @@ class TimelineTracker:
             self._finished = line_no
         if "Connected all rings" in text or "Connected all trees" in text:
             self._connected = True
+        if _NCCL_USED.search(text):
+            self._connected = True
+        if "NCCL" in text and not self._past_opening:
+            self._past_opening = not _NCCL_OPENING.search(text)
         if "# Using devices" in text:
             self._bench = True
-        if self._bench and _BENCH_ROW.match(text):
-            self._bench_rows += 1
+        if _BENCH_ROW.match(text):
+            # a result row: the collective ran, so the communicator had been set up
+            self._connected = True
+            if self._bench:
+                self._bench_rows += 1
         if any(hint in text for hint in _INIT_HINTS):  # most observed lines are NCCL's
             if _INIT_START.search(text):
                 self._init_started = line_no
@@ -223,6 +244,7 @@ class TimelineTracker:
             lines=lines,
             source=source,
             nccl_connected=self._connected,
+            nccl_past_opening=self._past_opening,
             bench_started=self._bench,
             bench_rows=self._bench_rows,
             init_started_line=self._init_started,
