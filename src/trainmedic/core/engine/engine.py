@@ -361,6 +361,7 @@ class Engine:
             evidence=dedupe(evidence),
             iteration=track.detector.iteration,
             nodes=nodes,
+            report_interval_steps=track.detector.cadence.interval_steps,
         )
 
 

@@ -45,6 +45,8 @@ class Finding:
     evidence: tuple[Event, ...]
     iteration: int | None
     nodes: tuple[str, ...]
+    # Iterations one progress report of the job moves on (ReportCadence.interval_steps).
+    report_interval_steps: int | None = None
 
 
 class JobTrack:
