@@ -103,6 +103,8 @@ class FrameworkLab:
         self.jobs: list[str] = []
         self.jobs_framework: dict[str, str] = {}
         self.xid_nodes: set[str] = set()  # nodes whose kernel log a test wrote an Xid to
+        # Each incident's live verdict beside analyze's (test_frameworks_e2e.live_and_offline).
+        self.live_offline: list[dict[str, Any]] = []
         self._submit = threading.Lock()
         # Rendezvous ports of this session's jobs: 2000 from a base no other session is
         # likely to use (below the ephemeral range, away from torch's 29500).

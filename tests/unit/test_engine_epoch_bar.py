@@ -79,17 +79,53 @@ def test_a_label_that_lags_an_epoch_after_a_last_batch_resume_is_moved_for_the_a
     assert clock.step(_bar(_epoch(12, 101, 200))) == 2501
 
 
-def test_a_resumed_bar_redrawing_the_restored_batches_is_no_step() -> None:
-    """Seen on the lab cluster: resumed from the checkpoint of epoch 13's last batch (step
-    2800, named ``epoch=12-step=2800.ckpt``), the bar redraws ``Training: 198/?`` ...
-    ``200/?``, then counts the next epoch as ``Epoch 13: n/200``."""
+def test_restored_batches_run_again_after_a_last_batch_resume_are_steps() -> None:
+    """Seen on the lab cluster (the workload's trace of every step beside the bar): resumed
+    from the checkpoint of epoch 12's last batch (step 2600), the bar draws ``Training:
+    198/?``, ``199/?``, ``200/?`` at steps 2601-2603 (Lightning runs those batches again,
+    each a new step), then ``Epoch 12: n/200`` from step 2604; the attempt fails at step 2650,
+    its last draw ``Epoch 12: 46/200`` being step 2649."""
     clock = EpochBarClock()
     clock.step(_bar(_epoch(12, 150, 200)))
-    clock.checkpoint(2800)
+    clock.checkpoint(2600)
     clock.new_attempt()
-    assert [clock.step(_bar(_resumed(n))) for n in (198, 199, 200)] == [None, None, None]
-    assert clock.step(_bar(_epoch(13, 1, 200))) == 2801
-    assert clock.step(_bar(_epoch(13, 50, 200))) == 2850
+    assert [clock.step(_bar(_resumed(n))) for n in (198, 198, 199, 200)] == [
+        2601,
+        2601,  # drawn again with its loss: the same step
+        2602,
+        2603,
+    ]
+    assert clock.step(_bar(_epoch(12, 1, 200))) == 2604
+    assert clock.step(_bar(_epoch(12, 46, 200))) == 2649
+    assert clock.step(_bar(_epoch(12, 200, 200))) == 2803
+    assert clock.step(_bar(_epoch(13, 1, 200))) == 2804  # the moved epochs stay moved
+
+
+def _lab_attempt(clock: EpochBarClock, resumed: int, bars: list[str]) -> int:
+    clock.checkpoint(resumed)
+    clock.new_attempt()
+    return max(clock.step(_bar(text)) for text in bars)
+
+
+def test_two_attempts_that_ran_again_different_numbers_of_restored_batches_meet_at_one_step() -> (
+    None
+):
+    """The lab's attempts 4 and 5 of the Lightning job (trace: both stepped last at 2649 and
+    failed at 2650): attempt 4 resumed from 2200 and drew ``Training: 199/?``, ``200/?``,
+    then epochs labelled 10, 11 and 12 (to ``47/200``); attempt 5 resumed from 2600 and drew
+    ``Training: 198/?`` .. ``200/?``, then ``Epoch 12`` to ``46/200``. Both are step 2649."""
+    clock = EpochBarClock()
+    clock.step(_bar(_epoch(0, 1, 200)))
+    four = [_resumed(199), _resumed(200)]
+    four += [_epoch(e, n, 200) for e in (10, 11) for n in range(1, 201)]
+    four += [_epoch(12, n, 200) for n in range(1, 48)]
+    assert _lab_attempt(clock, 2200, four) == 2649
+    five = [_resumed(n) for n in (198, 199, 200)] + [_epoch(12, n, 200) for n in range(1, 47)]
+    assert _lab_attempt(clock, 2600, five) == 2649
+    # Attempt 1 of that job, resumed from 1600: a whole epoch drawn as "Training: 1/?" ..
+    # "200/?" (steps 1601-1800), then "Epoch 8: 1/200" at step 1801.
+    one = [_resumed(n) for n in range(1, 201)] + [_epoch(8, 1, 200)]
+    assert _lab_attempt(EpochBarClock(), 1600, one) == 1801
 
 
 def test_a_right_bar_and_other_formats_are_left_as_they_are() -> None:

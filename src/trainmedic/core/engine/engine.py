@@ -153,8 +153,6 @@ class Engine:
                 track.bar.checkpoint(obs.iteration)
             if isinstance(obs, Progress):
                 step = track.bar.step(obs)
-                if step is None:
-                    return  # a resumed bar redrawing restored batches: no step (epoch_bar)
                 if step != obs.iteration:
                     obs = replace(obs, iteration=step)  # a bar's count, placed (epoch_bar)
                 if track.first_progress is None:
