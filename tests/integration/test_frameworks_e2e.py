@@ -251,13 +251,30 @@ def deterministic_exception(lab: FrameworkLab, job_id: str, job: WorkloadJob, at
     live_and_offline(lab, stop, "deterministic_exception_retry")
     assert (stop.attempt, stop.category) == (attempt + 1, Category.APPLICATION), describe(stop)
     stopped = lab.advice(stop)
+    read = [
+        (a.attempt, a.first_iteration, a.last_iteration) for a in lab.store.list_attempts(job_id)
+    ]
     assert stopped.action is Action.STOP and stopped.status is AdviceStatus.CONVERGED, (
-        stopped,
-        describe(stop),
+        f"{stopped.action} {stopped.status}: {stopped.basis}; attempts read (first, last "
+        f"iteration): {read}; {describe(stop)}"
     )
     final = wait("the job to end", lambda: (d := lab.details(job_id)).state.is_terminal() and d, 90)
     assert final.state in (JobState.CANCELLED, JobState.FAILED), final
     assert final.attempt == attempt + 1, final
+    # Afterwards, on the files as the job left them (what its owner would hand to analyze).
+    kernel = {node: lab.cluster.kernel_log(node) for node in lab.cluster.nodes}
+    check = compare_with_analyze(lab.store, job_id, kernel_logs=kernel)
+    row = {
+        "framework": lab.jobs_framework[job_id],
+        "job": job_id,
+        "scenario": "after_the_end",
+        "files": "final",
+        "same": check.same and check.incident.id == stop.id,
+        "live": list(check.live),
+        "analyze": list(check.analyzed),
+    }
+    print(f"LIVE_OFFLINE {json.dumps(row)}")
+    lab.live_offline.append(row)
     retried = lab.attempt(job, attempt + 1)
     assert (retried.resumed_from or 0) < at_iter and retried.faults, retried
     assert retried.faults[0]["iter"] == at_iter
@@ -310,15 +327,32 @@ def undeclared(lab: FrameworkLab, framework: str) -> None:
 
 
 def live_and_offline(lab: FrameworkLab, incident: IncidentRecord, scenario: str) -> None:
-    """The live verdict beside ``trainmedic analyze`` of the job's files as they are now
-    (before the next attempt writes to them), kept for the chain's end and printed as
-    ``LIVE_OFFLINE {...}``."""
-    kernel = {node: lab.cluster.kernel_log(node) for node in lab.cluster.nodes}
-    check = compare_with_analyze(lab.store, incident.job_id, incident, kernel_logs=kernel)
+    """The live verdict beside ``trainmedic analyze`` of the job's files as the service had
+    them when it acted on this incident (copied right before its requeue or cancel: what the
+    teardown that command causes adds is not what the verdict came from), or as they are now
+    when it issued nothing; kept for the chain's end and printed as ``LIVE_OFFLINE {...}``."""
+    lab.advice(incident)  # carried out: the files were copied before its command ran
+    taken = [
+        s
+        for s in lab.runner.snapshots.get(incident.job_id, [])
+        if s.taken_at >= incident.detected_at
+    ]
+    if taken:
+        check = compare_with_analyze(
+            lab.store,
+            incident.job_id,
+            incident,
+            files=taken[0].files,
+            kernel_logs=taken[0].kernel_logs,
+        )
+    else:
+        kernel = {node: lab.cluster.kernel_log(node) for node in lab.cluster.nodes}
+        check = compare_with_analyze(lab.store, incident.job_id, incident, kernel_logs=kernel)
     row = {
         "framework": lab.jobs_framework[incident.job_id],
         "job": incident.job_id,
         "scenario": scenario,
+        "files": "before its command" if taken else "now",
         "same": check.same,
         "live": list(check.live),
         "analyze": list(check.analyzed),

@@ -187,3 +187,23 @@ def test_the_same_error_at_the_same_step_of_two_differently_drawn_attempts_is_st
     other = _attempt(engine, 2, 20.0, [_resumed(n) for n in range(11, 14)])
     assert other == 33
     assert decide(guess, ctx(attempts=earlier, iteration=other)).action is Action.RESTART
+
+
+def test_an_attempts_last_steps_read_after_the_scheduler_says_it_failed_are_its_own() -> None:
+    """srun holds a bar's redraws until a newline: on the lab cluster the last redraws before
+    the crash reached the file as the attempt ended, after the scheduler reported it FAILED,
+    and were dropped as "between attempts" (attempt 4 read at 1647, its retry at 1649, both
+    failing at step 1650). While the scheduler shows the attempt that ran, they are its own;
+    once it shows the next attempt (requeued, pending), a late line is no one's progress."""
+    engine = Engine(SMALL_JOB, settle_s=0.5)
+    engine.watch("j")
+    _attempt(engine, 0, 0.0, [_epoch(0, n, 20) for n in range(1, 16)])
+    engine.observe(JobStatus(5.0, "j", JobState.FAILED, NODES, 0), 5.0)
+    for n in (16, 17):
+        engine.observe(dataclasses.replace(_bar(_epoch(0, n, 20)), time=5.5), 5.5)
+    assert engine.detector("j").iteration == 17
+    _, last = engine.progress_of("j")
+    assert last is not None and last.iteration == 17
+    engine.observe(JobStatus(6.0, "j", JobState.PENDING, (), 1), 6.0)
+    engine.observe(dataclasses.replace(_bar(_epoch(0, 18, 20)), time=6.5), 6.5)
+    assert engine.progress_of("j") == (None, None)  # the next attempt has not run yet

@@ -79,10 +79,12 @@ def compare_with_analyze(
     incident: IncidentRecord | None = None,
     *,
     kernel_logs: Mapping[str, Path] | None = None,
+    files: Sequence[Path] | None = None,
 ) -> Comparison:
     """The job's latest crash/hang incident (or ``incident``) against ``analyze`` of the files
-    the service read for the job (its spec's logs) and of the kernel logs of the nodes that
-    incident's attempt ran on (``kernel_logs``: node -> path, default the spec's)."""
+    the service read for the job (its spec's logs, or ``files``: copies of them as they stood
+    at some moment, with the same names) and of the kernel logs of the nodes that incident's
+    attempt ran on (``kernel_logs``: node -> path, default the spec's)."""
     job = store.get_job(job_id)
     assert job is not None, f"job {job_id} is not registered"
     if incident is None:
@@ -97,7 +99,8 @@ def compare_with_analyze(
         if kernel_logs is not None
         else {n: Path(p) for n, p in job.spec.kernel_logs.items()}
     )
-    files = [Path(p) for p in job.spec.log_paths]
+    if files is None:
+        files = [Path(p) for p in job.spec.log_paths]
     return Comparison(
         incident, analyze_files(files, {n: p for n, p in kernels.items() if n in nodes})
     )

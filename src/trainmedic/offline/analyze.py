@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gzip
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, cast
@@ -26,6 +25,7 @@ from trainmedic.core.logparse.summary import ProgressSummary
 from trainmedic.core.model import Advice, Event, Verdict
 from trainmedic.core.policy.context import PolicyContext
 from trainmedic.core.policy.decide import decide
+from trainmedic.offline.lines import read_lines
 
 MAX_FILES = 512
 _SKIP_SUFFIXES = (".pt", ".pth", ".ckpt", ".safetensors", ".bin", ".npy", ".npz", ".so", ".zip")
@@ -70,25 +70,10 @@ def _scan_file(path: Path, root: Path, limits: ScanLimits) -> FileScan:
     node_hint = path.parent.name if path.parent != root and root.is_dir() else None
     try:
         with _open(path) as handle:
-            return scan_lines(_raw_lines(handle, limits.max_line_bytes), display, node_hint, limits)
+            return scan_lines(read_lines(handle, limits.max_line_bytes), display, node_hint, limits)
     except (OSError, EOFError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise InputError(f"{path}: cannot read: {reason}") from exc
-
-
-def _raw_lines(handle: IO[bytes], max_bytes: int) -> Iterator[bytes]:
-    """Lines of at most ``max_bytes``: the rest of a longer line is read and dropped in chunks."""
-    readline = handle.readline
-    while True:
-        chunk = readline(max_bytes)
-        if not chunk:
-            return
-        if len(chunk) == max_bytes and not chunk.endswith(b"\n"):
-            while True:  # discard the rest of an over-long line without keeping it
-                rest = readline(max_bytes)
-                if not rest or rest.endswith(b"\n"):
-                    break
-        yield chunk
 
 
 def analyze_path(path: str | Path, limits: ScanLimits | None = None) -> AnalysisResult:

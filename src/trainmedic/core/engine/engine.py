@@ -168,6 +168,8 @@ class Engine:
                     track.attempt_started = None
                     track.met_at = obs.time
             if isinstance(obs, JobStatus):
+                if obs.state is JobState.RUNNING:
+                    track.ran_attempt = obs.attempt
                 if obs.state is JobState.RUNNING and obs.nodes:
                     # Only a running job's nodes are its own (a requeued job still lists the
                     # old nodes while it completes), and an attempt keeps every node it ran

@@ -79,6 +79,10 @@ class JobTrack:
         self.last_progress: Progress | None = None
         # Places a per-epoch bar's count (Lightning after a resume) at its global step.
         self.bar = EpochBarClock()
+        # The last attempt the scheduler showed RUNNING: its lines read after it ended are
+        # still its own (srun holds a bar's redraws until a newline: the last of them reach
+        # the file as the attempt ends, after the scheduler already says so).
+        self.ran_attempt: int | None = None
 
     def new_attempt(self, attempt: int, time: float) -> None:
         """The scheduler reports a new attempt: what belonged to the old one is set aside."""
@@ -131,15 +135,19 @@ class JobTrack:
         return self.log_attempt is not None and self.log_attempt < self.detector.attempt
 
     def between_attempts(self) -> bool:
-        """The scheduler shows the job requeued or pending, and its log has not announced the
-        new attempt: a progress line now is a late one of the attempt that ended (a tqdm bar
-        flushed as its process was killed), never the next attempt's. Taken as such, the next
-        attempt got no start-up grace and was called hung while it started."""
+        """The scheduler shows the job requeued or pending as an attempt that has not run yet,
+        and its log has not announced that attempt: a progress line now is a late one of the
+        attempt that ended (a tqdm bar flushed as its process was killed), never the next
+        attempt's. Taken as such, the next attempt got no start-up grace and was called hung
+        while it started. While the scheduler still shows the attempt that ran (failed,
+        completing), a late line is that attempt's own: its last steps (the iteration the
+        policy compares between attempts) are often read only then."""
         state = self.detector.state
         return (
             state is not None
             and state is not JobState.RUNNING
             and self.log_attempt != self.detector.attempt
+            and self.ran_attempt != self.detector.attempt
         )
 
 
