@@ -27,6 +27,7 @@ CASES = [
     b"\n\nblank lines stay\n\r\rerased bars do not\n",
     b"bad \xff\xfe bytes\r" + b"x" * 500 + b"\rnext\n" + b"y" * 300,
     b"one\r",
+    b"z" * 250 + b"\nshort\n" + b"w" * 100 + b"\n" + b"v" * 101,  # cut lines, no bar
     b"\r\n\r\n",
 ]
 
