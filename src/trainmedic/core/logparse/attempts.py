@@ -90,3 +90,49 @@ class AttemptSplitter:
         self._progress_at_start = progress_reports
         self.attempts += 1
         return True
+
+
+# Lightning's train bar as tqdm draws it in a file: "Epoch 12:  23%|██▎    | 46/200 [00:03<...",
+# and a resumed fit's "Training: |          | 198/? [00:00<...".
+_EPOCH_BAR = re.compile(
+    r"(?:^|\s)(?:Epoch (\d{1,9})|Training): *(?:\d{1,3}%)?\|[^|]{0,300}\|"
+    r" *(\d{1,12})/(?:\d{1,12}|\?) \["
+)
+
+
+class BarRestart:
+    """A per-epoch bar (Lightning's) drawn again from an earlier position: a new run of the
+    program, in a file that holds no restart line of its own (a Lightning job's stdout holds
+    only its bar; torchrun's and Lightning's start-up lines go to stderr). Within one run the
+    bar's position never goes back: ``Epoch E: n/T`` moves on as ``(E, n)``, ``Training:
+    n/?`` (drawn only by a fit that just started) counts up, and a ``Training`` bar turns into
+    ``Epoch`` bars, never the other way. So a ``Training`` draw after an ``Epoch`` bar or below
+    the previous ``Training`` count, or an ``Epoch`` bar before the previous one, begins a new
+    attempt (the live engine, reading one attempt's lines, never sees one)."""
+
+    __slots__ = ("_labelled", "_training")
+
+    def __init__(self) -> None:
+        self._labelled: tuple[int, int] | None = None  # the last "Epoch E: n/T" as (E, n)
+        self._training: int | None = None  # the last "Training: n/?" count
+
+    def restarts(self, text: str) -> bool:
+        """Whether ``text``, a line that may be such a bar, begins a new run."""
+        bar = _EPOCH_BAR.search(text)
+        if bar is None:
+            return False
+        count = int(bar.group(2))
+        if bar.group(1) is None:
+            new = self._labelled is not None or (
+                self._training is not None and count < self._training
+            )
+            if new:
+                self._labelled = None
+            self._training = count
+            return new
+        position = (int(bar.group(1)), count)
+        new = self._labelled is not None and position < self._labelled
+        if new:
+            self._training = None
+        self._labelled = position
+        return new
