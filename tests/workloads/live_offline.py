@@ -2,7 +2,8 @@
 
 ``compare_with_analyze`` gathers the files the service read for one job as an operator would
 hand them to ``trainmedic analyze`` (the job's logs, e.g. its output and error files, and the
-kernel log of each node the attempt ran on, in a ``<node>/`` directory), runs the real CLI on
+kernel log of each node the attempt ran on, in a ``<node>/`` directory, empty or not: the
+service followed it), runs the real CLI on
 them, and sets its verdict beside the incident the service stored for the job's last attempt
 in those files (``analyze`` judges a log that spans attempts on its last one).
 
@@ -57,7 +58,7 @@ def analyze_files(files: Sequence[Path], kernel_logs: Mapping[str, Path]) -> dic
             if path.exists():
                 shutil.copy(path, root / path.name)
         for node, path in kernel_logs.items():
-            if path.exists() and path.stat().st_size:
+            if path.exists():  # read, even empty: no OOM record there is evidence too
                 (root / node).mkdir()
                 shutil.copy(path, root / node / "kern.log")
         done = subprocess.run(

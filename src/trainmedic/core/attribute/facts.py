@@ -39,3 +39,6 @@ class JobFacts:
     collectives: CollectiveTrace | None = None
     # Thread stack dumps (faulthandler, py-spy): where a process waited when someone looked.
     stack_dumps: tuple[StackDump, ...] = ()
+    # Nodes whose kernel log was read for the job (even empty): the kernel logs every kill its
+    # OOM killer makes, so no OOM record there rules the OOM killer out for that node.
+    kernel_logs: frozenset[str] = frozenset()

@@ -82,6 +82,9 @@ class Engine:
         self._telemetry: dict[tuple[str, str, str], float] = {}
         self._node_filter = NodeStateFilter(node_debounce)
         self._used: set[Event] = set()  # node events an earlier finding was based on
+        # Nodes whose kernel log the service follows and can read (set by the service each
+        # cycle): attribution may rule the OOM killer out on them (JobFacts.kernel_logs).
+        self.kernel_log_nodes: frozenset[str] = frozenset()
 
     # -- watching ------------------------------------------------------------------------
 
@@ -342,10 +345,14 @@ class Engine:
             kept = {e for events in self._node_events.values() for e in events}
             self._used &= kept
         job = combine_scans(track.scans())
+        nodes = track.nodes if attempt == track.detector.attempt else track.previous_nodes
+        # The kernel logs of the attempt's nodes are read as analyze reads <node>/kern.log.
+        facts = replace(
+            job.facts, kernel_logs=frozenset(n for n in nodes if n in self.kernel_log_nodes)
+        )
         # System evidence first: on equal timestamps the kernel's word outranks app lines.
         evidence = tuple(node_events) + tuple(track.events) + job.events + anomaly.evidence
-        verdict = verdict_for_anomaly(anomaly, attribute(evidence, facts=job.facts))
-        nodes = track.nodes if attempt == track.detector.attempt else track.previous_nodes
+        verdict = verdict_for_anomaly(anomaly, attribute(evidence, facts=facts))
         named = verdict.implicated.nodes
         if nodes and any(n not in nodes for n in named):
             # A host the logs name that is none of the attempt's nodes (torchrun's failure

@@ -82,6 +82,7 @@ def combine_scans(scans: Sequence[FileScan]) -> JobEvidence:
             notes=tuple(n for s in scans for n in s.collectives.notes),
         ),
         stack_dumps=tuple(d for s in scans for d in s.stack_dumps),
+        kernel_logs=frozenset(s.kernel_log_of for s in scans if s.kernel_log_of),
     )
     return JobEvidence(tuple(events), facts, progress, windows)
 

@@ -88,6 +88,18 @@ class FileScan:
     attempt_line: int = 0
     attempt_started: float | None = None
     stack_dumps: tuple[StackDump, ...] = ()  # faulthandler / py-spy thread dumps
+    kernel_log_of: str | None = None  # the node, when the file is that node's kernel log
+
+
+KERNEL_LOG_NAMES = frozenset({"kern.log", "kernel.log", "dmesg", "dmesg.log", "messages", "syslog"})
+"""File names of a node's kernel log (rotations ``kern.log.1``, ``.gz`` included), in a
+``<node>/`` directory of what ``analyze`` reads."""
+
+
+def is_kernel_log_name(path: str) -> bool:
+    name = path.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".gz")
+    stem, _, rotation = name.rpartition(".")
+    return name in KERNEL_LOG_NAMES or (rotation.isdigit() and stem in KERNEL_LOG_NAMES)
 
 
 IGNORED_MARK = "Exception ignored in"
@@ -341,6 +353,11 @@ class LineScanner:
             collectives=self._collectives.trace(),
             attempt_line=self.attempt_line,
             attempt_started=self.attempt_started,
+            kernel_log_of=(
+                self.node_hint
+                if self.kernel_lines and self.node_hint and is_kernel_log_name(self.path)
+                else None
+            ),
             stack_dumps=self._stacks.dumps(),
         )
 
