@@ -6,6 +6,9 @@ job, sender unknown), invents no cause, and is never stopped or drained on."""
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from test_policy_decide import ctx
@@ -108,3 +111,50 @@ def test_facts_default_to_no_kernel_log() -> None:
 
     assert JobFacts().kernel_logs == frozenset()
     assert dataclasses.replace(JobFacts(), kernel_logs=frozenset({"n1"})).kernel_logs
+
+
+XID_OLD = "2026-12-01T14:00:00.000000+00:00 fw6 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, "
+XID_OLD += "GPU has fallen off the bus."
+
+
+def test_since_scopes_a_nodes_kernel_log_to_the_attempt_as_the_live_engine_does(
+    tmp_path: Path,
+) -> None:
+    """The lab's shared nodes: an Xid another job's fault wrote into fw6's kernel log an hour
+    before this attempt started is no evidence against it (live reads a node's kernel log
+    from the attempt's start); ``analyze --since`` scopes it alike."""
+    job = job_dir(tmp_path, {"fw5": "", "fw6": XID_OLD + "\n"})
+    unscoped = analyze_path(job).verdict
+    assert unscoped.category is Category.GPU_HARDWARE  # without the attempt's start
+    started = datetime(2026, 12, 1, 14, 50, tzinfo=UTC).timestamp()
+    scoped = analyze_path(job, since=started).verdict
+    assert scoped.category is Category.UNKNOWN and "sender unknown" in scoped.basis
+    near = analyze_path(job, since=datetime(2026, 12, 1, 14, 0, 5, tzinfo=UTC).timestamp())
+    assert near.verdict.category is Category.GPU_HARDWARE  # within 10 s before the start
+
+
+def test_the_since_option_takes_a_zoned_time_or_epoch_seconds(tmp_path: Path) -> None:
+    job = job_dir(tmp_path, {"fw5": "", "fw6": XID_OLD + "\n"})
+    for since, code in (("2026-12-01T14:50:00+00:00", 0), ("1796136600", 0), ("14:50", 2)):
+        done = subprocess.run(
+            [sys.executable, "-m", "trainmedic.cli.main", "analyze", str(job), "--since", since],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == code, done.stderr
+    naive = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainmedic.cli.main",
+            "analyze",
+            str(job),
+            "--since",
+            "2026-12-01T14:50:00",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert naive.returncode == 2 and "has no zone" in naive.stderr

@@ -76,8 +76,11 @@ def _scan_file(path: Path, root: Path, limits: ScanLimits) -> FileScan:
         raise InputError(f"{path}: cannot read: {reason}") from exc
 
 
-def analyze_path(path: str | Path, limits: ScanLimits | None = None) -> AnalysisResult:
-    """Analyse one input; raises ``InputError`` when nothing in it can be read."""
+def analyze_path(
+    path: str | Path, limits: ScanLimits | None = None, since: float | None = None
+) -> AnalysisResult:
+    """Analyse one input; raises ``InputError`` when nothing in it can be read. ``since``: the
+    judged attempt's start (epoch seconds), which scopes the nodes' kernel logs to it."""
     limits = limits or ScanLimits()
     root = Path(path)
     try:
@@ -99,12 +102,14 @@ def analyze_path(path: str | Path, limits: ScanLimits | None = None) -> Analysis
     if is_dir and not scans:
         detail = f" ({skipped[0]})" if skipped else ""
         raise InputError(f"{root}: directory holds no readable log file{detail}")
-    return _combine(str(root), scans, tuple(skipped))
+    return _combine(str(root), scans, tuple(skipped), since)
 
 
-def _combine(source: str, scans: list[FileScan], skipped: tuple[str, ...]) -> AnalysisResult:
+def _combine(
+    source: str, scans: list[FileScan], skipped: tuple[str, ...], since: float | None = None
+) -> AnalysisResult:
     # The live engine combines and attributes its scans the same way (one verdict per lines).
-    evidence = combine_scans(scans)
+    evidence = combine_scans(scans, since)
     verdict = attribute(evidence.events, facts=evidence.facts)
     return AnalysisResult(
         source=source,

@@ -5,7 +5,8 @@ holds the earlier attempts' failures above the current attempt's lines. What the
 itself prints when it (re)starts marks the boundary:
 
 * trainmedic's own banner (``trainer start attempt=2``, the local backend's header);
-* a resume or restore announcement: ``event=resume ckpt=... iter=860``, "Resuming from
+* a resume or restore announcement: ``event=resume ckpt=... iter=860`` (a JSON-lines
+  logger's ``"event": "checkpoint_restored"``), "Resuming from
   checkpoint at step 860", "Restored all states from the checkpoint", Megatron's "loading
   checkpoint from ... at iteration 860", HF's "Continuing training from checkpoint";
 * torchrun's elastic agent restarting its workers ("... will restart worker group") or
@@ -31,6 +32,9 @@ _RESTART = re.compile(
     r"(?i)(?<![\w.])(?:event|evt|type|kind|phase|stage|action|what)="
     r"(?:resume|resumed|resuming|restore|restored|restart|restarted|load_checkpoint|ckpt_load)"
     r"(?![\w-])"
+    # the same as a JSON field: {"event": "checkpoint_restored", "step": 1900, ...}
+    r'|"(?:event|evt|type|kind|phase|stage|action|what)"\s*:\s*"(?:\w+_)?'
+    r'(?:resume|resumed|resuming|restore|restored|restart|restarted|load_checkpoint|ckpt_load)"'
     r"|\b(?:resum(?:e|ed|ing)|restor(?:e|ed|ing))\b.{0,80}?"
     r"\b(?:checkpoint|ckpt|states?|iteration|iter|step|epoch)\b"
     r"|\bload(?:ing|ed)\b.{0,40}?\bcheckpoint\b.{0,300}?\bat iteration\s+\d+"
