@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import random
+import shutil
 import sys
 import threading
 import time
@@ -28,6 +29,7 @@ from typing import Any
 
 from trainmedic.core.model import Kind
 from trainmedic.lab import SlurmCluster
+from trainmedic.schedulers.slurm.runner import CompletedCommand
 from trainmedic.schedulers.slurm.scheduler import SlurmScheduler
 from trainmedic.schedulers.slurm.scontrol import JobDetails
 from trainmedic.service.config.loader import default_config
@@ -70,13 +72,61 @@ def wait(what: str, check: Callable[[], Any], timeout: float, every: float = 0.5
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    """A job's files as they stood when the service acted on it (before the command ran)."""
+
+    taken_at: float
+    command: tuple[str, ...]
+    files: tuple[Path, ...]
+    kernel_logs: dict[str, Path]
+
+
+class SnapshotRunner(RecordingRunner):
+    """The recording runner that also copies a job's logs and the nodes' kernel logs right
+    before the service requeues or cancels it: the files as the live verdict found them,
+    before the teardown the service's own command causes (slurmstepd's "CANCELLED ... DUE TO
+    JOB REQUEUE", the ranks' SIGTERM tracebacks)."""
+
+    ACTS = (("scontrol", "requeuehold"), ("scancel",))
+
+    def __init__(self, slurm_conf: str, lab: FrameworkLab) -> None:
+        super().__init__(slurm_conf)
+        self.lab = lab
+        self.snapshots: dict[str, list[Snapshot]] = {}
+
+    def run(self, argv: list[str], timeout: float) -> CompletedCommand:
+        if any(tuple(argv[: len(act)]) == act for act in self.ACTS):
+            self._snapshot(argv[-1], tuple(argv))
+        return super().run(argv, timeout)
+
+    def _snapshot(self, job_id: str, command: tuple[str, ...]) -> None:
+        job = self.lab.store.get_job(job_id)
+        if job is None:
+            return
+        taken = self.snapshots.setdefault(job_id, [])
+        folder = self.lab.tmp / "snapshots" / job_id / str(len(taken))
+        (folder / "kernel").mkdir(parents=True)
+        files = []
+        for name in job.spec.log_paths:
+            source = Path(name)
+            if source.exists():
+                files.append(Path(shutil.copy(source, folder / source.name)))
+        kernels = {}
+        for node in self.lab.cluster.nodes:
+            source = self.lab.cluster.kernel_log(node)
+            if source.exists():
+                kernels[node] = Path(shutil.copy(source, folder / "kernel" / f"{node}.log"))
+        taken.append(Snapshot(time.time(), command, tuple(files), kernels))
+
+
 class FrameworkLab:
     """One test's service (own SQLite store, discovery on) on the session's cluster."""
 
     def __init__(self, cluster: SlurmCluster, tmp: Path) -> None:
         self.cluster = cluster
         self.tmp = tmp
-        self.runner = RecordingRunner(str(cluster.conf_path))
+        self.runner = SnapshotRunner(str(cluster.conf_path), self)
         self.slurm = SlurmScheduler(self.runner)
         self.store = Store(sqlite_url(str(tmp / "state.db")))
         base = default_config()
@@ -103,6 +153,8 @@ class FrameworkLab:
         self.jobs: list[str] = []
         self.jobs_framework: dict[str, str] = {}
         self.xid_nodes: set[str] = set()  # nodes whose kernel log a test wrote an Xid to
+        # Each incident's live verdict beside analyze's (test_frameworks_e2e.live_and_offline).
+        self.live_offline: list[dict[str, Any]] = []
         self._submit = threading.Lock()
         # Rendezvous ports of this session's jobs: 2000 from a base no other session is
         # likely to use (below the ephemeral range, away from torch's 29500).

@@ -16,6 +16,10 @@ in one job, the four jobs at once):
    and drained, the job runs again elsewhere;
 6. a deterministic exception: one confirmation retry, then a stop that ends the job.
 
+After every incident the live verdict is set beside ``trainmedic analyze`` of the job's files
+(its output and error files and the kernel logs of its nodes, as they are right then):
+live = offline, or the chain fails at its end naming each scenario where they differed.
+
 A job whose progress format trainmedic does not know (the JSON-lines job without its
 ``progress_regex``; Lightning's real default bar with rich installed, which writes nothing to
 a file until training ends) is told once how to declare it, is never called hung, and its
@@ -28,6 +32,7 @@ step of the next attempt) are printed as ``TIMING {...}`` and appended to
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -37,6 +42,7 @@ from datetime import UTC, datetime
 
 import pytest
 from frameworks_lab import FrameworkLab, describe, record_timing, resume_node, wait
+from tests.workloads.live_offline import compare_with_analyze
 from workload_job import Attempt, WorkloadJob
 
 from trainmedic.core.model import Action, Category, Kind
@@ -57,16 +63,6 @@ UNDECLARED = {
     "lightning": {"extra_args": ("--progress-bar", "default")},
 }
 CHAIN_S = 1200.0  # one framework's whole chain, all jobs running at once on 2 cores
-LIGHTNING_RESUME_STEP = (
-    "known issue: Lightning's bar after a resume is not the global step (resumed from the "
-    "checkpoint of an epoch's last batch it counts that epoch again: 'Epoch 10: 1/200' at "
-    "step 2201), so the retry's failure is read at another iteration than the first one's and "
-    "the guessed application error (confidence 0.45) is restarted again instead of stopped"
-)
-
-
-class KnownIssue(Exception):
-    """A failure this test documents (the report names it): the test is an xfail, not a pass."""
 
 
 # -- the runs, all at once --------------------------------------------------------------------
@@ -78,15 +74,12 @@ class Runs:
     def __init__(self, lab: FrameworkLab) -> None:
         self.lab = lab
         self.errors: dict[str, str] = {}
-        self.known: dict[str, str] = {}
         self.threads: dict[str, threading.Thread] = {}
 
     def start(self, key: str, run: Callable[[FrameworkLab], None]) -> None:
         def body() -> None:
             try:
                 run(self.lab)
-            except KnownIssue as issue:
-                self.known[key] = str(issue)
             except BaseException:  # reported by the test that waits for this run
                 self.errors[key] = traceback.format_exc()
 
@@ -99,8 +92,6 @@ class Runs:
         assert not thread.is_alive(), f"{key}: still running after {CHAIN_S:.0f} s"
         if key in self.errors:
             pytest.fail(f"{key}:\n{self.errors[key]}", pytrace=False)
-        if key in self.known:
-            pytest.xfail(self.known[key])
 
 
 def _selected(request: pytest.FixtureRequest) -> list[str]:
@@ -158,6 +149,8 @@ def chain(lab: FrameworkLab, framework: str) -> None:
     xid_only_in_stdout(lab, job_id, job, attempt=2)
     kernel_xid(lab, job_id, job, attempt=3)
     deterministic_exception(lab, job_id, job, attempt=4)
+    differed = [c for c in lab.live_offline if c["job"] == job_id and not c["same"]]
+    assert not differed, f"live != analyze: {differed}"
 
 
 def healthy(lab: FrameworkLab, job_id: str, job: WorkloadJob) -> None:
@@ -183,6 +176,7 @@ def killed_rank(lab: FrameworkLab, job_id: str, job: WorkloadJob, attempt: int) 
     job.inject([{"id": "kill", "type": "kill", "rank": VICTIM_RANK}])
     at = fault_time(lab, job, attempt)
     incident = next_incident(lab, job_id)
+    live_and_offline(lab, incident, "killed_rank")
     assert incident.kind is Kind.CRASH and incident.attempt == attempt, describe(incident)
     # A rank SIGKILLed with no error line and no kernel line: no hardware, and at most a
     # guess (confidence < 0.5: "most likely the host OOM killer"), which never stops a job.
@@ -200,6 +194,7 @@ def hung_rank(lab: FrameworkLab, job_id: str, job: WorkloadJob, attempt: int) ->
     job.inject([{"id": "hang", "type": "hang", "rank": VICTIM_RANK}])
     at = fault_time(lab, job, attempt)
     incident = next_incident(lab, job_id)
+    live_and_offline(lab, incident, "hang")
     assert incident.kind is Kind.HANG and incident.attempt == attempt, describe(incident)
     assert incident.detected_at >= at, f"hang reported before the hang: {describe(incident)}"
     restarted(lab, job_id, job, incident, attempt, "hang", at)
@@ -209,6 +204,7 @@ def xid_only_in_stdout(lab: FrameworkLab, job_id: str, job: WorkloadJob, attempt
     job.inject([{"id": "xid-stdout", "type": "xid_stdout", "rank": VICTIM_RANK}])
     at = fault_time(lab, job, attempt)
     incident = next_incident(lab, job_id)
+    live_and_offline(lab, incident, "xid_stdout")
     assert incident.kind is Kind.CRASH and incident.attempt == attempt, describe(incident)
     restarted(lab, job_id, job, incident, attempt, "xid_stdout", at)
 
@@ -220,6 +216,7 @@ def kernel_xid(lab: FrameworkLab, job_id: str, job: WorkloadJob, attempt: int) -
     write_kernel_xid(lab, bad)
     job.inject([{"id": "xid", "type": "kill", "node": bad}])  # the rank on that GPU dies
     incident = next_incident(lab, job_id)
+    live_and_offline(lab, incident, "kernel_xid")
     assert (incident.kind, incident.category) == (Kind.CRASH, Category.GPU_HARDWARE), describe(
         incident
     )
@@ -244,20 +241,40 @@ def deterministic_exception(lab: FrameworkLab, job_id: str, job: WorkloadJob, at
     at = fault_time(lab, job, attempt)
 
     confirm = next_incident(lab, job_id)
+    live_and_offline(lab, confirm, "deterministic_exception")
     assert (confirm.kind, confirm.category) == (Kind.CRASH, Category.APPLICATION), describe(confirm)
     assert confirm.attempt == attempt, describe(confirm)
     retry = lab.advice(confirm)
     assert retry.action in (Action.RESTART, Action.RESTART_EXCLUDING), retry
     assert retry.status is AdviceStatus.CONVERGED and retry.drain_nodes == (), retry
     stop = next_incident(lab, job_id, timeout=300)
+    live_and_offline(lab, stop, "deterministic_exception_retry")
     assert (stop.attempt, stop.category) == (attempt + 1, Category.APPLICATION), describe(stop)
     stopped = lab.advice(stop)
-    if lab.jobs_framework[job_id] == "lightning" and stopped.action is Action.RESTART:
-        raise KnownIssue(f"{LIGHTNING_RESUME_STEP}: {describe(stop)}")
-    assert stopped.action is Action.STOP and stopped.status is AdviceStatus.CONVERGED, stopped
+    read = [
+        (a.attempt, a.first_iteration, a.last_iteration) for a in lab.store.list_attempts(job_id)
+    ]
+    assert stopped.action is Action.STOP and stopped.status is AdviceStatus.CONVERGED, (
+        f"{stopped.action} {stopped.status}: {stopped.basis}; attempts read (first, last "
+        f"iteration): {read}; {describe(stop)}"
+    )
     final = wait("the job to end", lambda: (d := lab.details(job_id)).state.is_terminal() and d, 90)
     assert final.state in (JobState.CANCELLED, JobState.FAILED), final
     assert final.attempt == attempt + 1, final
+    # Afterwards, on the files as the job left them (what its owner would hand to analyze).
+    kernel = {node: lab.cluster.kernel_log(node) for node in lab.cluster.nodes}
+    check = compare_with_analyze(lab.store, job_id, kernel_logs=kernel)
+    row = {
+        "framework": lab.jobs_framework[job_id],
+        "job": job_id,
+        "scenario": "after_the_end",
+        "files": "final",
+        "same": check.same and check.incident.id == stop.id,
+        "live": list(check.live),
+        "analyze": list(check.analyzed),
+    }
+    print(f"LIVE_OFFLINE {json.dumps(row)}")
+    lab.live_offline.append(row)
     retried = lab.attempt(job, attempt + 1)
     assert (retried.resumed_from or 0) < at_iter and retried.faults, retried
     assert retried.faults[0]["iter"] == at_iter
@@ -296,7 +313,10 @@ def undeclared(lab: FrameworkLab, framework: str) -> None:
     job.inject([{"id": "kill", "type": "kill", "rank": VICTIM_RANK}])
     at = fault_time(lab, job, 0)
     incident = lab.incident(job_id)
+    live_and_offline(lab, incident, "killed_rank")
     assert incident.kind is Kind.CRASH and incident.attempt == 0, describe(incident)
+    differed = [c for c in lab.live_offline if c["job"] == job_id and not c["same"]]
+    assert not differed, f"live != analyze: {differed}"
     record_timing(
         f"{framework}-undeclared", "killed_rank", detection_s=round(incident.detected_at - at, 2)
     )
@@ -304,6 +324,41 @@ def undeclared(lab: FrameworkLab, framework: str) -> None:
 
 
 # -- helpers ------------------------------------------------------------------------------------
+
+
+def live_and_offline(lab: FrameworkLab, incident: IncidentRecord, scenario: str) -> None:
+    """The live verdict beside ``trainmedic analyze`` of the job's files as the service had
+    them when it acted on this incident (copied right before its requeue or cancel: what the
+    teardown that command causes adds is not what the verdict came from), or as they are now
+    when it issued nothing; kept for the chain's end and printed as ``LIVE_OFFLINE {...}``."""
+    lab.advice(incident)  # carried out: the files were copied before its command ran
+    taken = [
+        s
+        for s in lab.runner.snapshots.get(incident.job_id, [])
+        if s.taken_at >= incident.detected_at
+    ]
+    if taken:
+        check = compare_with_analyze(
+            lab.store,
+            incident.job_id,
+            incident,
+            files=taken[0].files,
+            kernel_logs=taken[0].kernel_logs,
+        )
+    else:
+        kernel = {node: lab.cluster.kernel_log(node) for node in lab.cluster.nodes}
+        check = compare_with_analyze(lab.store, incident.job_id, incident, kernel_logs=kernel)
+    row = {
+        "framework": lab.jobs_framework[incident.job_id],
+        "job": incident.job_id,
+        "scenario": scenario,
+        "files": "before its command" if taken else "now",
+        "same": check.same,
+        "live": list(check.live),
+        "analyze": list(check.analyzed),
+    }
+    print(f"LIVE_OFFLINE {json.dumps(row)}")
+    lab.live_offline.append(row)
 
 
 def next_incident(lab: FrameworkLab, job_id: str, timeout: float = 180) -> IncidentRecord:

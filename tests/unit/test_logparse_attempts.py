@@ -23,6 +23,11 @@ from trainmedic.offline.analyze import analyze_path
         "[default] Worker group FAILED. 2/3 attempts left; will restart worker group",
         "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, ...",
         "2026-11-29T09:00:00.000Z [rank0] node=node1 trainer start attempt=2 node=node1",
+        # a JSON-lines logger (the lab's jsonl workload): an Xid its stdout held in attempt 2
+        # was evidence against attempt 5 for analyze, never live
+        '{"timestamp": "2026-12-01T15:30:25.410Z", "level": "info", "event": '
+        '"checkpoint_restored", "step": 1900, "path": "/ckpt/latest.pt"}',
+        '{"event": "resume", "iter": 860}',
     ],
 )
 def test_restart_lines(line: str) -> None:
@@ -36,6 +41,8 @@ def test_restart_lines(line: str) -> None:
         "Loading checkpoint shards: 100%|██████████| 2/2 [00:01<00:00,  1.9it/s]",
         "event=ckpt iter=900 path=/run/ckpt/model_iter000900.pt",
         "RuntimeError: Error(s) in loading state_dict for Linear",
+        '{"event": "checkpoint_saved", "step": 2000, "path": "/ckpt/latest.pt"}',
+        '{"event": "train_step", "step": 2001, "loss": 0.5, "note": "restored lr"}',
     ],
 )
 def test_not_restart_lines(line: str) -> None:

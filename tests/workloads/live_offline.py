@@ -2,7 +2,9 @@
 
 ``compare_with_analyze`` gathers the files the service read for one job as an operator would
 hand them to ``trainmedic analyze`` (the job's logs, e.g. its output and error files, and the
-kernel log of each node the attempt ran on, in a ``<node>/`` directory), runs the real CLI on
+kernel log of each node the attempt ran on, in a ``<node>/`` directory, empty or not: the
+service followed it, with ``--since`` the attempt's start: the live engine reads a node's
+kernel log from then on), runs the real CLI on
 them, and sets its verdict beside the incident the service stored for the job's last attempt
 in those files (``analyze`` judges a log that spans attempts on its last one).
 
@@ -49,19 +51,23 @@ class Comparison:
         return f"live {self.live} vs analyze {self.analyzed} (incident {self.incident.id})"
 
 
-def analyze_files(files: Sequence[Path], kernel_logs: Mapping[str, Path]) -> dict[str, Any]:
-    """``trainmedic analyze --json`` over copies of ``files`` and ``<node>/kern.log``."""
+def analyze_files(
+    files: Sequence[Path], kernel_logs: Mapping[str, Path], since: float | None = None
+) -> dict[str, Any]:
+    """``trainmedic analyze --json`` over copies of ``files`` and ``<node>/kern.log``
+    (``since``: the attempt's start, ``--since``: the kernel logs scoped to it)."""
     with tempfile.TemporaryDirectory(prefix="tm-analyze-") as tmp:
         root = Path(tmp)
         for path in files:
             if path.exists():
                 shutil.copy(path, root / path.name)
         for node, path in kernel_logs.items():
-            if path.exists() and path.stat().st_size:
+            if path.exists():  # read, even empty: no OOM record there is evidence too
                 (root / node).mkdir()
                 shutil.copy(path, root / node / "kern.log")
         done = subprocess.run(
-            [sys.executable, "-m", "trainmedic.cli.main", "analyze", str(root), "--json"],
+            [sys.executable, "-m", "trainmedic.cli.main", "analyze", str(root), "--json"]
+            + ([] if since is None else ["--since", repr(since)]),
             capture_output=True,
             text=True,
             timeout=120,
@@ -79,25 +85,31 @@ def compare_with_analyze(
     incident: IncidentRecord | None = None,
     *,
     kernel_logs: Mapping[str, Path] | None = None,
+    files: Sequence[Path] | None = None,
 ) -> Comparison:
     """The job's latest crash/hang incident (or ``incident``) against ``analyze`` of the files
-    the service read for the job (its spec's logs) and of the kernel logs of the nodes that
-    incident's attempt ran on (``kernel_logs``: node -> path, default the spec's)."""
+    the service read for the job (its spec's logs, or ``files``: copies of them as they stood
+    at some moment, with the same names) and of the kernel logs of the nodes that incident's
+    attempt ran on (``kernel_logs``: node -> path, default the spec's)."""
     job = store.get_job(job_id)
     assert job is not None, f"job {job_id} is not registered"
     if incident is None:
         found = [i for i in store.list_incidents(job_id) if i.kind.value != "straggler"]
         assert found, f"job {job_id} has no incident"
         incident = max(found, key=lambda i: (i.attempt, i.detected_at))
-    nodes = next(
-        (a.nodes for a in store.list_attempts(job_id) if a.attempt == incident.attempt), ()
-    )
+    attempt = next((a for a in store.list_attempts(job_id) if a.attempt == incident.attempt), None)
+    nodes = attempt.nodes if attempt is not None else ()
     kernels = (
         kernel_logs
         if kernel_logs is not None
         else {n: Path(p) for n, p in job.spec.kernel_logs.items()}
     )
-    files = [Path(p) for p in job.spec.log_paths]
+    if files is None:
+        files = [Path(p) for p in job.spec.log_paths]
+    # The attempt's start, as the service recorded it: the nodes' kernel logs count from
+    # there, as the live engine reads them (their older lines are other jobs' and attempts').
+    since = attempt.started_at if attempt is not None else None
     return Comparison(
-        incident, analyze_files(files, {n: p for n, p in kernels.items() if n in nodes})
+        incident,
+        analyze_files(files, {n: p for n, p in kernels.items() if n in nodes}, since),
     )

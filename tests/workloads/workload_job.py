@@ -50,7 +50,8 @@ FRAMEWORKS: dict[str, dict[str, Any]] = {
         ],
         # One checkpoint per epoch (200 batches): resumed at an epoch's start, the bar reads
         # "Epoch E: n/200" (step E x 200 + n); resumed mid-epoch it reads "Training: n/?",
-        # the epoch's batch count without the epoch, which trainmedic does not read as a step.
+        # the epoch's batch count without the epoch; trainmedic places both at the global
+        # step by the checkpoint the attempt resumed from (core.engine.epoch_bar).
         "ckpt_every": 200,
         "step_sleep": 0.05,
     },

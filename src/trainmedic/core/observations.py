@@ -47,6 +47,11 @@ class Progress:
     loss: float | None = None
     samples_per_s: float | None = None
     received: float | None = None  # when the source read it (None: same as ``time``)
+    # A per-epoch bar (Lightning; ``logparse.progress.ProgressLine``): the count within its
+    # epoch, the epoch its label names and the batches per epoch; the engine places it.
+    epoch_step: int | None = None
+    epoch: int | None = None
+    epoch_len: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

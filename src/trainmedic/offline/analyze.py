@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import gzip
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, cast
@@ -27,6 +27,7 @@ from trainmedic.core.logparse.summary import ProgressSummary
 from trainmedic.core.model import Advice, Event, Verdict
 from trainmedic.core.policy.context import PolicyContext
 from trainmedic.core.policy.decide import decide
+from trainmedic.offline.lines import read_lines
 
 MAX_FILES = 512
 _SKIP_SUFFIXES = (".pt", ".pth", ".ckpt", ".safetensors", ".bin", ".npy", ".npz", ".so", ".zip")
@@ -73,7 +74,7 @@ def _scan_file(
     node_hint = path.parent.name if path.parent != root and root.is_dir() else None
     try:
         with _open(path) as handle:
-            raw = _raw_lines(handle, limits.max_line_bytes)
+            raw = read_lines(handle, limits.max_line_bytes)
             if sample is not None:
                 raw = _sampled(raw, sample)
             return scan_lines(raw, display, node_hint, limits)
@@ -82,31 +83,21 @@ def _scan_file(
         raise InputError(f"{path}: cannot read: {reason}") from exc
 
 
-def _sampled(lines: Iterator[bytes], sample: LineSample) -> Iterator[bytes]:
+def _sampled(lines: Iterable[bytes], sample: LineSample) -> Iterator[bytes]:
     for line in lines:
         sample.add(line)
         yield line
 
 
-def _raw_lines(handle: IO[bytes], max_bytes: int) -> Iterator[bytes]:
-    """Lines of at most ``max_bytes``: the rest of a longer line is read and dropped in chunks."""
-    readline = handle.readline
-    while True:
-        chunk = readline(max_bytes)
-        if not chunk:
-            return
-        if len(chunk) == max_bytes and not chunk.endswith(b"\n"):
-            while True:  # discard the rest of an over-long line without keeping it
-                rest = readline(max_bytes)
-                if not rest or rest.endswith(b"\n"):
-                    break
-        yield chunk
-
-
 def analyze_path(
-    path: str | Path, limits: ScanLimits | None = None, *, learned: bool = True
+    path: str | Path,
+    limits: ScanLimits | None = None,
+    since: float | None = None,
+    *,
+    learned: bool = True,
 ) -> AnalysisResult:
-    """Analyse one input; raises ``InputError`` when nothing in it can be read. Without
+    """Analyse one input; raises ``InputError`` when nothing in it can be read. ``since``: the
+    judged attempt's start (epoch seconds), which scopes the nodes' kernel logs to it. Without
     ``learned``, the learned evidence layer is not consulted (the rule layers alone)."""
     limits = limits or ScanLimits()
     root = Path(path)
@@ -133,7 +124,7 @@ def analyze_path(
     if is_dir and not scans:
         detail = f" ({skipped[0]})" if skipped else ""
         raise InputError(f"{root}: directory holds no readable log file{detail}")
-    return _combine(str(root), scans, tuple(skipped), tuple(text))
+    return _combine(str(root), scans, tuple(skipped), tuple(text), since)
 
 
 MAX_SAMPLE_LINES = 4000
@@ -141,10 +132,14 @@ MAX_SAMPLE_LINES = 4000
 
 
 def _combine(
-    source: str, scans: list[FileScan], skipped: tuple[str, ...], text: tuple[str, ...] = ()
+    source: str,
+    scans: list[FileScan],
+    skipped: tuple[str, ...],
+    text: tuple[str, ...] = (),
+    since: float | None = None,
 ) -> AnalysisResult:
     # The live engine combines and attributes its scans the same way (one verdict per lines).
-    evidence = combine_scans(scans)
+    evidence = combine_scans(scans, since)
     verdict = attribute(evidence.events, facts=replace(evidence.facts, text=text))
     return AnalysisResult(
         source=source,

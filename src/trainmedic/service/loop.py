@@ -175,6 +175,7 @@ class Service(WatchedJobs, DurableState, SchedulerObservations):
             self.sources.record(unknown_format)
             self.engine.observe_all(unknown_format, now)
             result = CycleResult(now, snapshot)
+            self.engine.kernel_log_nodes = self._nodes.kernel_log_nodes()
             result.decisions = self._record(self.engine.evaluate(now), snapshot, now)
             if self.config.service.mode == "action":
                 result.executed = self.executor.step(snapshot, self.clock())

@@ -68,6 +68,10 @@ class NodeSources:
             )
             self._board.declare(f"kernel:{node}", self._clock(), node=node)
 
+    def kernel_log_nodes(self) -> frozenset[str]:
+        """Nodes whose kernel log is followed and could be read at the last poll."""
+        return frozenset(node for node, source in self._kernel.items() if not source.missing)
+
     def jobs_run_on(self, nodes: Iterable[str], now: float) -> None:
         """Nodes that watched jobs run on now: their kernel logs (from the config's template)
         and telemetry are followed from here on."""

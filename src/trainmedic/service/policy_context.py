@@ -121,6 +121,7 @@ def build_context(
         job_id=job_id,
         attempts=earlier,
         iteration=iteration,
+        report_interval_steps=finding.report_interval_steps,
         new_checkpoint=new_checkpoint,
         progressed_iterations=progressed,
         budget_used=dict(budget),

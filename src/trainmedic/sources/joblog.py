@@ -216,6 +216,9 @@ class JobLogSource:
             loss=p.loss,
             samples_per_s=p.samples_per_s,
             received=now,
+            epoch_step=p.epoch_step,
+            epoch=p.epoch,
+            epoch_len=p.epoch_len,
         )
 
 

@@ -101,5 +101,10 @@ class KernelLogSource:
                 self.refused,
             )
 
+    @property
+    def missing(self) -> bool:
+        """The file is missing or unreadable now (its lines cannot be evidence)."""
+        return self._follower.missing
+
     def close(self) -> None:
         self._follower.close()

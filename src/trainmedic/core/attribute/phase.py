@@ -15,7 +15,11 @@ nothing at all), so each verdict here is of low confidence:
   timeout (default 30 min) killed the step.
 * **killed first**: the earliest non-SIGTERM exit in torchrun's table is a SIGKILL that no
   line explains, and the other ranks only timed out later: a kill nobody logged sending is, far
-  most often, the host OOM killer (the job's memory use: application).
+  most often, the host OOM killer (the job's memory use: application). Unless the kernel logs
+  of the job's nodes were read and hold no OOM record (the kernel logs every kill its OOM
+  killer makes, and an OOM record would have been the root cause): then what is known is
+  said, killed by signal 9 from outside the job, sender unknown (unknown, low confidence:
+  restarted, never stopped or drained on it).
 * **silence after init**: the process group formed, then nothing: not one step, no error.
   A hang in the first collective; with NCCL that is usually broken peer-to-peer (PCI ACS /
   IOMMU), i.e. the platform's configuration.
@@ -172,7 +176,9 @@ _SIGKILL_TEXT = re.compile(
 
 
 def killed_first(
-    failures: Sequence[ChildFailure], teardown: Sequence[Event] = ()
+    failures: Sequence[ChildFailure],
+    teardown: Sequence[Event] = (),
+    kernel_logs: frozenset[str] = frozenset(),
 ) -> PhaseFinding | None:
     first = first_real_failure(failures)
     if first is None:
@@ -180,12 +186,17 @@ def killed_first(
         killed = next((e for e in teardown if _SIGKILL_TEXT.search(e.text)), None)
         if killed is None:
             return None
+        what = (
+            f"the launcher reports a SIGKILLed worker ({killed.signature} at line {killed.line}) "
+            "and no error line"
+        )
+        if kernel_logs:
+            return _killed_from_outside(what, kernel_logs, evidence=killed)
         return PhaseFinding(
             Category.APPLICATION,
             Kind.CRASH,
             0.3,
-            f"the launcher reports a SIGKILLed worker ({killed.signature} at line {killed.line}) "
-            "and no error line: most likely the host OOM killer",
+            f"{what}: most likely the host OOM killer",
             evidence=killed,
         )
     if first.exitcode not in SIGKILL_EXITS:
@@ -196,12 +207,29 @@ def killed_first(
         who = f"local rank {first.local_rank}"
     else:
         who = "a worker"
+    what = f"{who} was SIGKILLed first (exitcode {first.exitcode}) with no error line"
+    if kernel_logs:
+        return _killed_from_outside(what, kernel_logs)
     return PhaseFinding(
         Category.APPLICATION,
         Kind.CRASH,
         0.35,
-        f"{who} was SIGKILLed first (exitcode {first.exitcode}) with no error line: "
-        "most likely the host OOM killer",
+        f"{what}: most likely the host OOM killer",
+    )
+
+
+def _killed_from_outside(
+    what: str, kernel_logs: frozenset[str], evidence: Event | None = None
+) -> PhaseFinding:
+    """A SIGKILL the kernel logs of the job's nodes say the OOM killer did not send."""
+    nodes = ", ".join(sorted(kernel_logs))
+    return PhaseFinding(
+        Category.UNKNOWN,
+        Kind.CRASH,
+        0.3,
+        f"{what}, and no OOM record in the kernel log of {nodes}: killed by signal 9 "
+        "(SIGKILL) from outside the job, sender unknown",
+        evidence=evidence,
     )
 
 

@@ -360,7 +360,11 @@ def _cascade_only(
 ) -> Verdict:
     timeouts = [e for e in cascades if _TIMEOUT.search(e.text)]
     finding = (
-        killed_first(facts.child_failures, [e for e in events if e.role is Role.TEARDOWN])
+        killed_first(
+            facts.child_failures,
+            [e for e in events if e.role is Role.TEARDOWN],
+            facts.kernel_logs,
+        )
         or setup_divergence(timeouts, facts.progress)
         or solo_phase(facts.progress)
         or comm_init_failed(cascades, facts.neighbours, facts.progress)
@@ -427,7 +431,9 @@ def _collective(
 
 
 def _teardown_only(teardown: Sequence[Event], events: Sequence[Event], facts: JobFacts) -> Verdict:
-    finding = killed_first(facts.child_failures, teardown) or solo_phase(facts.progress)
+    finding = killed_first(facts.child_failures, teardown, facts.kernel_logs) or solo_phase(
+        facts.progress
+    )
     if finding is not None:
         return _from_finding(finding, events, facts, ())
     # The watchdog's own frames (checkTimeout, ncclCommWatchdog) are a timeout without its line.

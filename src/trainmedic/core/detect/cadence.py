@@ -11,6 +11,11 @@ clock offset cancels out.
 
 Both are remembered across the job's attempts: the cadence is the job's configuration, and the
 start-up of one attempt tells how long the next may take.
+
+The cadence in *steps* is kept beside it: how many iterations one report moves on (Megatron's
+``--log-interval``, HF's ``logging_steps``, a tqdm bar's throttled redraws). The last report
+before a crash lags the crash by up to that many steps, differently in each attempt, so it is
+what the policy allows between two attempts' failure points (``core.policy.iteration_match``).
 """
 
 from __future__ import annotations
@@ -31,10 +36,13 @@ class ReportCadence:
         self._startups: deque[float] = deque(maxlen=STARTUPS_KEPT)
         self._previous: tuple[float, float] | None = None  # (printed, read) of the last report
         self._announced_checkpoint = False
+        self._step_gaps: deque[int] = deque(maxlen=config.report_window)
+        self._last_iteration: int | None = None  # of the attempt's latest report
 
     def new_attempt(self) -> None:
         """The gap between two attempts is no interval between reports."""
         self._previous = None
+        self._last_iteration = None
         self._announced_checkpoint = False
 
     def checkpoint_announced(self) -> None:
@@ -43,8 +51,12 @@ class ReportCadence:
         only seen once done stays in: the next one will be just as silent.)"""
         self._announced_checkpoint = True
 
-    def report(self, printed: float, read: float) -> None:
+    def report(self, printed: float, read: float, iteration: int | None = None) -> None:
         """A report of a new iteration, printed at ``printed`` and read at ``read``."""
+        if iteration is not None:
+            last, self._last_iteration = self._last_iteration, iteration
+            if last is not None and iteration > last:
+                self._step_gaps.append(iteration - last)
         previous, self._previous = self._previous, (printed, read)
         skip, self._announced_checkpoint = self._announced_checkpoint, False
         if previous is None or skip:
@@ -73,6 +85,15 @@ class ReportCadence:
         if self._interval is None:
             self._interval = quantile(list(self._intervals), self.config.hang_quantile)
         return self._interval
+
+    @property
+    def interval_steps(self) -> int | None:
+        """The most iterations one report moved on among the recent ones (the longest, as for
+        the hang threshold: the gap a crash falls in may be any of them); None until
+        ``min_report_intervals`` are known."""
+        if len(self._step_gaps) < self.config.min_report_intervals:
+            return None
+        return max(self._step_gaps)
 
     @property
     def startup_grace_s(self) -> float:

@@ -193,7 +193,8 @@ class JobDetectorState:
                 self._pending.append(anomaly)
         if self.iteration is not None and p.iteration <= self.iteration:
             return  # another rank reporting an iteration already counted
-        self.cadence.report(p.time, read)
+        if self._running:  # a line read after the attempt ended is no report interval
+            self.cadence.report(p.time, read, p.iteration)
         step = p.step_time
         if step is None and self.iteration is not None and self._iteration_time is not None:
             step = (p.time - self._iteration_time) / (p.iteration - self.iteration)

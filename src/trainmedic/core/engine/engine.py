@@ -83,6 +83,9 @@ class Engine:
         self._telemetry: dict[tuple[str, str, str], float] = {}
         self._node_filter = NodeStateFilter(node_debounce)
         self._used: set[Event] = set()  # node events an earlier finding was based on
+        # Nodes whose kernel log the service follows and can read (set by the service each
+        # cycle): attribution may rule the OOM killer out on them (JobFacts.kernel_logs).
+        self.kernel_log_nodes: frozenset[str] = frozenset()
 
     # -- watching ------------------------------------------------------------------------
 
@@ -181,7 +184,12 @@ class Engine:
                 return  # the lost attempt's last lines: not progress of the new one
             if isinstance(obs, Progress) and track.between_attempts():
                 return
+            if isinstance(obs, CheckpointSaved) and not obs.in_progress:
+                track.bar.checkpoint(obs.iteration)
             if isinstance(obs, Progress):
+                step = track.bar.step(obs)
+                if step != obs.iteration:
+                    obs = replace(obs, iteration=step)  # a bar's count, placed (epoch_bar)
                 if track.first_progress is None:
                     track.first_progress = obs
                 if track.last_progress is None or obs.iteration >= track.last_progress.iteration:
@@ -195,6 +203,8 @@ class Engine:
                     track.attempt_started = None
                     track.met_at = obs.time
             if isinstance(obs, JobStatus):
+                if obs.state is JobState.RUNNING:
+                    track.ran_attempt = obs.attempt
                 if obs.state is JobState.RUNNING and obs.nodes:
                     # Only a running job's nodes are its own (a requeued job still lists the
                     # old nodes while it completes), and an attempt keeps every node it ran
@@ -367,10 +377,14 @@ class Engine:
             kept = {e for events in self._node_events.values() for e in events}
             self._used &= kept
         job = combine_scans(track.scans())
+        nodes = track.nodes if attempt == track.detector.attempt else track.previous_nodes
+        # The kernel logs of the attempt's nodes are read as analyze reads <node>/kern.log.
+        facts = replace(
+            job.facts, kernel_logs=frozenset(n for n in nodes if n in self.kernel_log_nodes)
+        )
         # System evidence first: on equal timestamps the kernel's word outranks app lines.
         evidence = tuple(node_events) + tuple(track.events) + job.events + anomaly.evidence
-        verdict = verdict_for_anomaly(anomaly, attribute(evidence, facts=job.facts))
-        nodes = track.nodes if attempt == track.detector.attempt else track.previous_nodes
+        verdict = verdict_for_anomaly(anomaly, attribute(evidence, facts=facts))
         named = verdict.implicated.nodes
         if nodes and any(n not in nodes for n in named):
             # A host the logs name that is none of the attempt's nodes (torchrun's failure
@@ -386,6 +400,7 @@ class Engine:
             evidence=dedupe(evidence),
             iteration=track.detector.iteration,
             nodes=nodes,
+            report_interval_steps=track.detector.cadence.interval_steps,
         )
 
 

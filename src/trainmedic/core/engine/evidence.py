@@ -39,11 +39,14 @@ class JobEvidence:
     windows: dict[Event, tuple[tuple[int, str], ...]] = field(default_factory=dict)
 
 
-def combine_scans(scans: Sequence[FileScan]) -> JobEvidence:
-    """The events of every file (in the order given) and the job's facts."""
+def combine_scans(scans: Sequence[FileScan], since: float | None = None) -> JobEvidence:
+    """The events of every file (in the order given) and the job's facts. ``since``: when the
+    attempt to judge started, if known (``analyze --since``): a node's kernel log is scoped
+    to it as the live service scopes it (its older lines are other jobs' and attempts')."""
     scans = _same_year(list(scans))
     started = [s.attempt_started for s in scans if s.attempt_started is not None]
     cutoff = max(started) - ATTEMPT_LOOKBACK_S if started else None
+    node_cutoff = since - ATTEMPT_LOOKBACK_S if since is not None else None
     events: list[Event] = []
     neighbours: dict[Event, str] = {}
     progress_after: dict[Event, int] = {}
@@ -55,6 +58,8 @@ def combine_scans(scans: Sequence[FileScan]) -> JobEvidence:
         kept = [
             e for e in scan.events if cutoff is None or e.timestamp is None or e.timestamp >= cutoff
         ]
+        if scan.kernel_log_of and node_cutoff is not None:
+            kept = [e for e in kept if e.timestamp is None or e.timestamp >= node_cutoff]
         events.extend(kept)
         for event in kept:
             if event in scan.neighbours:
@@ -82,6 +87,7 @@ def combine_scans(scans: Sequence[FileScan]) -> JobEvidence:
             notes=tuple(n for s in scans for n in s.collectives.notes),
         ),
         stack_dumps=tuple(d for s in scans for d in s.stack_dumps),
+        kernel_logs=frozenset(s.kernel_log_of for s in scans if s.kernel_log_of),
     )
     return JobEvidence(tuple(events), facts, progress, windows)
 

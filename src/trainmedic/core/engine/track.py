@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from trainmedic.core.detect.anomaly import Anomaly, Trigger
 from trainmedic.core.detect.config import DetectorConfig
 from trainmedic.core.detect.state import JobDetectorState
+from trainmedic.core.engine.epoch_bar import EpochBarClock
 from trainmedic.core.logparse.scan import FileScan, LineScanner
 from trainmedic.core.model import Event, Verdict
 from trainmedic.core.observations import CheckpointSaved, Progress
@@ -44,6 +45,8 @@ class Finding:
     evidence: tuple[Event, ...]
     iteration: int | None
     nodes: tuple[str, ...]
+    # Iterations one progress report of the job moves on (ReportCadence.interval_steps).
+    report_interval_steps: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +89,12 @@ class JobTrack:
         # The current attempt's first and latest accepted progress (for the store).
         self.first_progress: Progress | None = None
         self.last_progress: Progress | None = None
+        # Places a per-epoch bar's count (Lightning after a resume) at its global step.
+        self.bar = EpochBarClock()
+        # The last attempt the scheduler showed RUNNING: its lines read after it ended are
+        # still its own (srun holds a bar's redraws until a newline: the last of them reach
+        # the file as the attempt ends, after the scheduler already says so).
+        self.ran_attempt: int | None = None
 
     def new_attempt(self, attempt: int, time: float) -> None:
         """The scheduler reports a new attempt: what belonged to the old one is set aside."""
@@ -105,6 +114,7 @@ class JobTrack:
         self.met_at = None
         self.nodes = ()
         self.first_progress = self.last_progress = None
+        self.bar.new_attempt()
 
     def scanner(self, path: str) -> LineScanner:
         found = self.scanners.get(path)
@@ -137,15 +147,19 @@ class JobTrack:
         return self.log_attempt is not None and self.log_attempt < self.detector.attempt
 
     def between_attempts(self) -> bool:
-        """The scheduler shows the job requeued or pending, and its log has not announced the
-        new attempt: a progress line now is a late one of the attempt that ended (a tqdm bar
-        flushed as its process was killed), never the next attempt's. Taken as such, the next
-        attempt got no start-up grace and was called hung while it started."""
+        """The scheduler shows the job requeued or pending as an attempt that has not run yet,
+        and its log has not announced that attempt: a progress line now is a late one of the
+        attempt that ended (a tqdm bar flushed as its process was killed), never the next
+        attempt's. Taken as such, the next attempt got no start-up grace and was called hung
+        while it started. While the scheduler still shows the attempt that ran (failed,
+        completing), a late line is that attempt's own: its last steps (the iteration the
+        policy compares between attempts) are often read only then."""
         state = self.detector.state
         return (
             state is not None
             and state is not JobState.RUNNING
             and self.log_attempt != self.detector.attempt
+            and self.ran_attempt != self.detector.attempt
         )
 
 

@@ -5,7 +5,8 @@ holds the earlier attempts' failures above the current attempt's lines. What the
 itself prints when it (re)starts marks the boundary:
 
 * trainmedic's own banner (``trainer start attempt=2``, the local backend's header);
-* a resume or restore announcement: ``event=resume ckpt=... iter=860``, "Resuming from
+* a resume or restore announcement: ``event=resume ckpt=... iter=860`` (a JSON-lines
+  logger's ``"event": "checkpoint_restored"``), "Resuming from
   checkpoint at step 860", "Restored all states from the checkpoint", Megatron's "loading
   checkpoint from ... at iteration 860", HF's "Continuing training from checkpoint";
 * torchrun's elastic agent restarting its workers ("... will restart worker group") or
@@ -31,6 +32,9 @@ _RESTART = re.compile(
     r"(?i)(?<![\w.])(?:event|evt|type|kind|phase|stage|action|what)="
     r"(?:resume|resumed|resuming|restore|restored|restart|restarted|load_checkpoint|ckpt_load)"
     r"(?![\w-])"
+    # the same as a JSON field: {"event": "checkpoint_restored", "step": 1900, ...}
+    r'|"(?:event|evt|type|kind|phase|stage|action|what)"\s*:\s*"(?:\w+_)?'
+    r'(?:resume|resumed|resuming|restore|restored|restart|restarted|load_checkpoint|ckpt_load)"'
     r"|\b(?:resum(?:e|ed|ing)|restor(?:e|ed|ing))\b.{0,80}?"
     r"\b(?:checkpoint|ckpt|states?|iteration|iter|step|epoch)\b"
     r"|\bload(?:ing|ed)\b.{0,40}?\bcheckpoint\b.{0,300}?\bat iteration\s+\d+"
@@ -90,3 +94,49 @@ class AttemptSplitter:
         self._progress_at_start = progress_reports
         self.attempts += 1
         return True
+
+
+# Lightning's train bar as tqdm draws it in a file: "Epoch 12:  23%|██▎    | 46/200 [00:03<...",
+# and a resumed fit's "Training: |          | 198/? [00:00<...".
+_EPOCH_BAR = re.compile(
+    r"(?:^|\s)(?:Epoch (\d{1,9})|Training): *(?:\d{1,3}%)?\|[^|]{0,300}\|"
+    r" *(\d{1,12})/(?:\d{1,12}|\?) \["
+)
+
+
+class BarRestart:
+    """A per-epoch bar (Lightning's) drawn again from an earlier position: a new run of the
+    program, in a file that holds no restart line of its own (a Lightning job's stdout holds
+    only its bar; torchrun's and Lightning's start-up lines go to stderr). Within one run the
+    bar's position never goes back: ``Epoch E: n/T`` moves on as ``(E, n)``, ``Training:
+    n/?`` (drawn only by a fit that just started) counts up, and a ``Training`` bar turns into
+    ``Epoch`` bars, never the other way. So a ``Training`` draw after an ``Epoch`` bar or below
+    the previous ``Training`` count, or an ``Epoch`` bar before the previous one, begins a new
+    attempt (the live engine, reading one attempt's lines, never sees one)."""
+
+    __slots__ = ("_labelled", "_training")
+
+    def __init__(self) -> None:
+        self._labelled: tuple[int, int] | None = None  # the last "Epoch E: n/T" as (E, n)
+        self._training: int | None = None  # the last "Training: n/?" count
+
+    def restarts(self, text: str) -> bool:
+        """Whether ``text``, a line that may be such a bar, begins a new run."""
+        bar = _EPOCH_BAR.search(text)
+        if bar is None:
+            return False
+        count = int(bar.group(2))
+        if bar.group(1) is None:
+            new = self._labelled is not None or (
+                self._training is not None and count < self._training
+            )
+            if new:
+                self._labelled = None
+            self._training = count
+            return new
+        position = (int(bar.group(1)), count)
+        new = self._labelled is not None and position < self._labelled
+        if new:
+            self._training = None
+        self._labelled = position
+        return new

@@ -9,7 +9,12 @@ Recognised (``parse_progress`` takes the message after the line prefix):
 * tqdm bars (HF Trainer, Lightning ``Epoch 0:  45%|██ | 450/1000 [00:30<00:36, 15.0it/s,
   loss=0.5]``, any described bar): iteration, speed, elapsed time and the bar's description;
   a Lightning bar counts the batches of its epoch, so ``Epoch E: n/T`` is step ``E x T + n``
-  (the global step its checkpoints are named by); a bar's first draw (``0/T``) is no step
+  (the global step its checkpoints are named by); a bar's first draw (``0/T``) is no step.
+  After a resume Lightning's bar is not the global step: resumed mid-epoch it draws
+  ``Training: |  | n/? [...]`` (the count within the resumed epoch, no epoch, no total), and
+  resumed from a checkpoint of an epoch's last batch its epoch label can lag by one. Such a
+  line carries ``epoch``/``epoch_step``/``epoch_len``, and the engine's ``EpochBarClock``
+  turns it into the global step with the checkpoint the attempt resumed from.
 * HF Trainer log dicts (``{'loss': 2.31, 'learning_rate': 5e-05, 'epoch': 0.1}``) only when they
   carry a ``step``: without one the dict says nothing about *which* iteration it is.
 * plain ``step 100 loss 2.3``, ``Iteration 100``, ``iter 100``, ``Step 100/1000``
@@ -54,6 +59,11 @@ class ProgressLine:
     grad_norm: float | None = None
     elapsed_s: float | None = None  # tqdm: time since the bar started
     label: str = ""  # tqdm: the bar's description ("Epoch 0", "Preparing test set...")
+    # A per-epoch bar (Lightning): its count within the epoch, the epoch its label names
+    # (None: "Training", no epoch) and the batches per epoch (None: "?").
+    epoch_step: int | None = None
+    epoch: int | None = None
+    epoch_len: int | None = None
     rank: int | None = None  # JSONL protocol only
     time: float | None = None  # JSONL protocol only: Unix seconds
 
@@ -76,6 +86,11 @@ _TQDM = re.compile(r"\d{1,3}%\|[^|]*\|\s*(\d+)/(\d+|\?)\s*\[([\d:]{1,20})<([^\]]
 # Lightning's bar counts the batches of one epoch ("Epoch 7: 46/200"), its checkpoints the
 # global step ("epoch=7-step=1446.ckpt"): the step is epoch x batches per epoch + the count.
 _EPOCH_LABEL = re.compile(r"Epoch (\d{1,9})")
+# Lightning's bar resumed mid-epoch: "Training: |          | 51/? [00:00<00:00, 302.95it/s, ...]"
+# (only this description: another bar of unknown total may count anything, a dataset's rows).
+_LIGHTNING_RESUMED = re.compile(
+    r"(?:^|\s)Training: \|[^|]{0,200}\|\s*(\d+)/\?\s*\[([\d:]{1,20})<([^\]]{0,1000})\]"
+)
 _TQDM_RATE = re.compile(r"[^,]*,\s*" + _FLOAT + r"\s*(it/s|s/it)")
 _TQDM_LOSS = re.compile(r"\bloss=" + _FLOAT)
 _DICT = re.compile(r"\{'(?:loss|train_loss|eval_loss|grad_norm|learning_rate)'[^{}]*\}")
@@ -218,6 +233,8 @@ def parse_progress(body: str) -> ProgressLine | None:
         return None if iteration is None else _megatron(iteration, body)
     if "%|" in body:
         return _tqdm(body)
+    if "Training: |" in body:
+        return _lightning_resumed(body)
     if "{'" in body:
         return _hf_dict(body)
     m = _PLAIN.search(body)
@@ -255,30 +272,64 @@ def _tqdm(body: str) -> ProgressLine | None:
     iteration = small_int(m.group(1))
     if not iteration:
         return None  # none, too long, or a bar's first draw (0/N): no step was made yet
-    rest = m.group(4)
-    rm = _TQDM_RATE.match(rest)
-    step_time = None
-    if rm:
-        rate, unit = _num(rm.group(1)), rm.group(2)
-        if rate is not None and rate > 0:
-            step_time = rate if unit == "s/it" else 1.0 / rate
-        rest = rest[rm.end() :]
-    elif "," in rest:
-        rest = rest[rest.find(",") :]
-    else:
-        rest = ""
+    step_time, rest = _rate_and_rest(m.group(4))
     lm = _TQDM_LOSS.search(rest)
     before = text[matches[-2].end() if len(matches) > 1 else 0 : m.start()]
     label = before.strip().rstrip(":").strip()
     epoch = _EPOCH_LABEL.fullmatch(label)
-    if epoch is not None and m.group(2) != "?":
-        iteration += int(epoch.group(1)) * int(m.group(2))
+    per_epoch = small_int(m.group(2)) if m.group(2) != "?" else None
+    if epoch is not None and per_epoch:
+        count, number = iteration, int(epoch.group(1))
+        return ProgressLine(
+            iteration=number * per_epoch + count,
+            step_time=step_time,
+            loss=_num(lm.group(1)) if lm else None,
+            elapsed_s=_clock(m.group(3)),
+            label=label[-80:],
+            epoch_step=count,
+            epoch=number,
+            epoch_len=per_epoch,
+        )
     return ProgressLine(
         iteration=iteration,
         step_time=step_time,
         loss=_num(lm.group(1)) if lm else None,
         elapsed_s=_clock(m.group(3)),
         label=label[-80:],
+    )
+
+
+def _rate_and_rest(rest: str) -> tuple[float | None, str]:
+    """A bar's step time (from ``it/s`` or ``s/it``) and the postfix after it."""
+    rm = _TQDM_RATE.match(rest)
+    if rm:
+        rate, unit = _num(rm.group(1)), rm.group(2)
+        step_time = None
+        if rate is not None and rate > 0:
+            step_time = rate if unit == "s/it" else 1.0 / rate
+        return step_time, rest[rm.end() :]
+    return None, rest[rest.find(",") :] if "," in rest else ""
+
+
+def _lightning_resumed(body: str) -> ProgressLine | None:
+    """Lightning's bar of a mid-epoch resume: a count within an epoch it does not name, so
+    ``iteration`` is that count until the engine places it (``EpochBarClock``)."""
+    text = body[body.rfind("\r") + 1 :] if "\r" in body else body
+    m = _LIGHTNING_RESUMED.search(text)
+    if m is None:
+        return None
+    count = small_int(m.group(1))
+    if not count:
+        return None  # the bar's first draw (0/?): no step yet
+    step_time, rest = _rate_and_rest(m.group(3))
+    lm = _TQDM_LOSS.search(rest)
+    return ProgressLine(
+        iteration=count,
+        step_time=step_time,
+        loss=_num(lm.group(1)) if lm else None,
+        elapsed_s=_clock(m.group(2)),
+        label="Training",
+        epoch_step=count,
     )
 
 

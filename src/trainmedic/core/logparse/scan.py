@@ -22,7 +22,12 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from trainmedic.core.logparse.attempts import AttemptSplitter, announcing_rank, is_restart_line
+from trainmedic.core.logparse.attempts import (
+    AttemptSplitter,
+    BarRestart,
+    announcing_rank,
+    is_restart_line,
+)
 from trainmedic.core.logparse.collect import Collector, ScanLimits
 from trainmedic.core.logparse.collective import CollectiveTrace, CollectiveTracker
 from trainmedic.core.logparse.elastic import ChildFailure, ChildFailureTracker
@@ -83,6 +88,18 @@ class FileScan:
     attempt_line: int = 0
     attempt_started: float | None = None
     stack_dumps: tuple[StackDump, ...] = ()  # faulthandler / py-spy thread dumps
+    kernel_log_of: str | None = None  # the node, when the file is that node's kernel log
+
+
+KERNEL_LOG_NAMES = frozenset({"kern.log", "kernel.log", "dmesg", "dmesg.log", "messages", "syslog"})
+"""File names of a node's kernel log (rotations ``kern.log.1``, ``.gz`` included), in a
+``<node>/`` directory of what ``analyze`` reads."""
+
+
+def is_kernel_log_name(path: str) -> bool:
+    name = path.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".gz")
+    stem, _, rotation = name.rpartition(".")
+    return name in KERNEL_LOG_NAMES or (rotation.isdigit() and stem in KERNEL_LOG_NAMES)
 
 
 IGNORED_MARK = "Exception ignored in"
@@ -125,7 +142,8 @@ class LineScanner:
     """The scan of one file, fed a line at a time: ``scan_lines`` for a whole file, the live
     engine for the lines a job log grows by. ``result()`` may be called at any time.
 
-    A line that announces a restart of the workload (``attempts.is_restart_line``) begins a
+    A line that announces a restart of the workload (``attempts.is_restart_line``), or a
+    per-epoch bar drawn again from an earlier position (``attempts.BarRestart``), begins a
     new attempt: what the scanner kept of the earlier one (events, windows, progress, the
     failure table, ranks, unexplained evidence, structured blocks, time structure and
     collectives) is dropped, so a log that spans attempts is judged on its last.
@@ -173,6 +191,7 @@ class LineScanner:
         self._collectives = CollectiveTracker()
         self._stacks = StackDumpTracker()
         self._ignoring = False  # inside a traceback that follows "Exception ignored in: ..."
+        self._bars = BarRestart()
         self.attempt_line = self.line_no  # the line the current attempt starts after
         self.attempt_started = started  # the restart line's own timestamp, when it has one
 
@@ -180,6 +199,10 @@ class LineScanner:
     def steps(self) -> int:
         """Training steps this attempt's lines reported so far."""
         return self._progress.reports
+
+    def _bar_restarts(self, text: str) -> bool:
+        """A per-epoch bar drawn again from an earlier position, after training went on."""
+        return self._bars.restarts(text) and self._progress.reports > 0
 
     def feed_raw(self, raw: bytes) -> tuple[Event, ...]:
         text = raw.decode("utf-8", "replace").rstrip("\r\n")
@@ -204,6 +227,11 @@ class LineScanner:
                 self.line_no = line_no - 1
                 self._new_attempt(prefix.timestamp)
                 self.line_no = line_no
+        if ("Epoch " in text or "Training: " in text) and "|" in text and self._bar_restarts(text):
+            self.line_no = line_no - 1
+            self._new_attempt(None)
+            self.line_no = line_no
+            self._bar_restarts(text)  # the new attempt's first bar
         out, progress, widths = self.out, self._progress, self._widths
         structured = self._structured
         shape = line_shape(text) if len(text) <= _SHAPE_MAX else b""
@@ -340,6 +368,11 @@ class LineScanner:
             collectives=self._collectives.trace(),
             attempt_line=self.attempt_line,
             attempt_started=self.attempt_started,
+            kernel_log_of=(
+                self.node_hint
+                if self.kernel_lines and self.node_hint and is_kernel_log_name(self.path)
+                else None
+            ),
             stack_dumps=self._stacks.dumps(),
         )
 

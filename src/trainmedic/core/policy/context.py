@@ -54,6 +54,9 @@ class PolicyContext:
     job_id: str
     attempts: tuple[AttemptRecord, ...] = ()  # earlier failures, oldest first; not this one
     iteration: int | None = None  # the last iteration the failing attempt reached
+    # Iterations one progress report of the job moves on (the most among its recent ones);
+    # None: not known. Two failure points this close are the same iteration (iteration_match).
+    report_interval_steps: int | None = None
     # Since the previous failure (or the start, for a first failure):
     new_checkpoint: bool = False  # a newer checkpoint appeared
     progressed_iterations: int = 0  # iterations beyond the previous failure's iteration

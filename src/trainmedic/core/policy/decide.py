@@ -5,7 +5,8 @@
 1. no failure -> none; a straggler -> report it (or restart without its node, opt-in);
 2. scheduler causes (preemption, time limit) -> restart; they never spend a budget;
 3. a deterministic application error (same signature at the same iteration as an earlier
-   attempt, whichever nodes) -> stop: the confirmation retry has confirmed it;
+   attempt, whichever nodes; "same" within the job's report interval in steps, see
+   ``iteration_match``) -> stop: the confirmation retry has confirmed it;
 4. ``max_attempts_without_checkpoint`` failed attempts in a row with no new checkpoint -> stop;
 5. the cause's retry budget (``[policy.retry_budget]``) is spent -> stop; a failure after
    progress (new checkpoint, or iterations past the previous failure) spends nothing;
@@ -48,6 +49,7 @@ from __future__ import annotations
 from trainmedic.core.model import Action, Advice, Category, Kind, Verdict
 from trainmedic.core.policy.context import AttemptRecord, PolicyContext
 from trainmedic.core.policy.isolation import choose_isolation
+from trainmedic.core.policy.iteration_match import iteration_tolerance, same_iteration
 
 
 def spends_budget(verdict: Verdict, context: PolicyContext) -> bool:
@@ -83,12 +85,18 @@ def budget_used(category: Category, context: PolicyContext) -> int:
 
 
 def same_failure(verdict: Verdict, context: PolicyContext) -> AttemptRecord | None:
-    """An earlier attempt that failed with this signature at this iteration."""
+    """An earlier attempt that failed with this signature at this iteration (within the lag
+    the job's report interval explains: ``iteration_match``)."""
     signature = verdict.root_cause.signature if verdict.root_cause else None
-    if signature is None or context.iteration is None:
+    iteration = context.iteration
+    if signature is None or iteration is None:
         return None
     for record in reversed(context.attempts):
-        if record.signature == signature and record.iteration == context.iteration:
+        if (
+            record.signature == signature
+            and record.iteration is not None
+            and same_iteration(record.iteration, iteration, context.report_interval_steps)
+        ):
             return record
     return None
 
@@ -121,11 +129,17 @@ def decide(verdict: Verdict, context: PolicyContext) -> Advice:
                 if set(earlier.nodes) != set(context.current_nodes)
                 else "on the same nodes"
             )
+            lag = ""
+            if earlier.iteration != context.iteration:
+                lag = (
+                    f" (read at {earlier.iteration} there: within the job's report interval "
+                    f"of {iteration_tolerance(context.report_interval_steps)} steps)"
+                )
             return _stop(
                 context,
                 f"{what}: deterministic application error, same failure at iteration "
-                f"{context.iteration} as attempt {earlier.attempt} {where}; the confirmation "
-                "retry confirmed it"
+                f"{context.iteration} as attempt {earlier.attempt}{lag} {where}; the "
+                "confirmation retry confirmed it"
                 + (
                     ""
                     if verdict.confidence >= STOP_CONFIDENCE
