@@ -32,11 +32,6 @@ FAILURES: dict[str, tuple[str, Category]] = {
         "2024-03-02T10:02:00Z worker-3 systemd[1]: Stopping trainer.service...\n",
         Category.SCHEDULER,
     ),
-    "aws_instance_action_document": (
-        '$ curl -s http://169.254.169.254/latest/meta-data/spot/instance-action\n'
-        '{"action": "terminate", "time": "2024-03-02T10:02:00Z"}\n',
-        Category.SCHEDULER,
-    ),
     "azure_scheduled_preempt_event": (
         '{"DocumentIncarnation":3,"Events":[{"EventId":"B7","EventType":"Preempt",'
         '"ResourceType":"VirtualMachine","Resources":["gpu-vm-2"],"EventStatus":"Scheduled"}]}\n',
@@ -51,7 +46,8 @@ FAILURES: dict[str, tuple[str, Category]] = {
     ),
     "nvidia_probe_not_called": (
         "[   12.004411] NVRM: The NVIDIA probe routine was not called for 1 device(s).\n"
-        "[   12.004420] NVRM: vfio-pci was loaded and obtained ownership of the NVIDIA device(s).\n",
+        "[   12.004420] NVRM: vfio-pci was loaded and obtained ownership of the NVIDIA "
+        "device(s).\n",
         Category.SYSTEM_SOFTWARE,
     ),
     "cuda_busy_on_a_gpu_that_needs_reset": (

@@ -123,7 +123,9 @@ def _spike(points: Sequence[Point]) -> Point | None:
                 continue
             return point
         finite = [
-            p.loss for p in losses[:k] if p.loss is not None and math.isfinite(p.loss) and not p.bare
+            p.loss
+            for p in losses[:k]
+            if p.loss is not None and math.isfinite(p.loss) and not p.bare
         ]
         if point.bare or not finite:
             continue  # a bare value is some metric: its jumps say nothing
