@@ -13,12 +13,18 @@ same records count when they come from a tool that printed them without a kernel
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from trainmedic.core.model import Event, Role
 
 RECURRING_MIN = 3
 """This many records of one hardware context signature on one node make it a pattern."""
+
+_LIMIT_REACHED = re.compile(r"(?i)\blogging limit (?:reached|removed)\b")
+"""A controller's own count of the recurrence: it stops logging corrected errors of a part
+(and says so, and says when it starts again) only after they kept coming past its threshold,
+so one such record stands for the stream (IPMI SEL, Lenovo XCC/IMM, Dell iDRAC)."""
 
 
 def recurring_context(events: Sequence[Event]) -> dict[int, str]:
@@ -29,12 +35,13 @@ def recurring_context(events: Sequence[Event]) -> dict[int, str]:
             groups.setdefault((e.signature, e.node or ""), []).append(e)
     found: dict[int, str] = {}
     for (signature, node), group in groups.items():
-        if len(group) < RECURRING_MIN:
+        if len(group) < RECURRING_MIN and not any(_LIMIT_REACHED.search(e.text) for e in group):
             continue
         where = f" on {node}" if node else ""
         note = (
-            f"mechanism (recurring): {len(group)} records of {signature}{where}: corrected "
-            "errors or resets that keep coming are a part wearing out"
+            f"mechanism (recurring): {len(group)} record(s) of {signature}{where}: corrected "
+            "errors or resets that keep coming (or a logging limit they reached) are a part "
+            "wearing out"
         )
         for e in group:
             found[id(e)] = note

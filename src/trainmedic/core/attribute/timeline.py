@@ -37,6 +37,10 @@ RECOVERED_RATIO = 1.1
 LATE_ITERATION = 100
 LATE_POINTS = 5
 COLLAPSED_POINTS = 3
+BARE_FINITE_BEFORE = 3
+"""A bare "step value" series counts as a loss that broke only after this many finite values
+and when every value from the first non-finite one on stays non-finite (at least two): a
+table with one missing cell is no divergence."""
 
 
 def _cadence(points: Sequence[Point]) -> float | None:
@@ -97,6 +101,17 @@ def _segments(points: Sequence[Point]) -> list[list[Point]]:
     return [s for s in out if s]
 
 
+def _bare_broke(losses: Sequence[Point], k: int) -> bool:
+    """Whether the bare series broke for good at ``losses[k]`` (see BARE_FINITE_BEFORE)."""
+    before = [p for p in losses[:k] if p.bare and p.loss is not None and math.isfinite(p.loss)]
+    after = [p for p in losses[k:] if p.bare]
+    return (
+        len(before) >= BARE_FINITE_BEFORE
+        and len(after) >= 2
+        and all(p.loss is not None and not math.isfinite(p.loss) for p in after)
+    )
+
+
 def _spike(points: Sequence[Point]) -> Point | None:
     losses = [p for p in points if p.loss is not None]
     for k in range(1, len(losses)):
@@ -104,8 +119,17 @@ def _spike(points: Sequence[Point]) -> Point | None:
         if loss is None:
             continue
         if not math.isfinite(loss):
+            if point.bare and not _bare_broke(losses, k):
+                continue
             return point
-        base = min(p.loss for p in losses[:k] if p.loss is not None and math.isfinite(p.loss))
+        finite = [
+            p.loss
+            for p in losses[:k]
+            if p.loss is not None and math.isfinite(p.loss) and not p.bare
+        ]
+        if point.bare or not finite:
+            continue  # a bare value is some metric: its jumps say nothing
+        base = min(finite)
         late = (point.iteration or 0) >= LATE_ITERATION or k >= LATE_POINTS
         if base < SPIKE_MIN_LOSS or loss < SPIKE_RATIO * base or not late:
             continue
@@ -116,7 +140,7 @@ def _spike(points: Sequence[Point]) -> Point | None:
 
 
 def _collapse(points: Sequence[Point]) -> Point | None:
-    losses = [p for p in points if p.loss is not None]
+    losses = [p for p in points if p.loss is not None and not p.bare]
     for k in range(1, len(losses) - COLLAPSED_POINTS + 1):
         before = [p.loss for p in losses[:k] if p.loss is not None]
         run = losses[k : k + COLLAPSED_POINTS]

@@ -10,7 +10,9 @@ so each verdict is a low-confidence guess, never a reason to stop or drain:
   ``__getitem__``, a model's ``forward``), the application (0.3); inside a wait on another
   process or thread (``concurrent.futures``, ``multiprocessing``, ``subprocess``,
   ``threading``, a queue) or inside the distributed / device runtime, the error came from
-  elsewhere: a failure of unknown category (0.2).
+  elsewhere: a failure of unknown category (0.2); inside the standard library's file-system
+  calls (``os``, ``shutil``, ``pathlib``, ``tempfile``), the file system refused the call:
+  storage (0.3). An excerpt that begins with a frame is a traceback whose header was cut.
 * **an allocation never granted**: the submission's last words are that it waits for its
   allocation (``srun: Pending job allocation``, ``salloc: job N queued and waiting for
   resources``, PBS's ``qsub: waiting for job N to start``, LSF's ``<<Waiting for dispatch>>``)
@@ -39,6 +41,13 @@ _ELSEWHERE = re.compile(
     r"|jax/_src/(?:distributed|xla_bridge)|torch_xla/|tensorflow/python/(?:eager|distribute)"
     r"|deepspeed/comm/|ray/_private/|ray/_raylet|horovod/)"
 )
+# Frames of the standard library's file-system calls (os.makedirs, shutil.copyfile,
+# pathlib's mkdir, tempfile): an exception raised there is the file system refusing the call
+# (exists, permission, space, quota, a stale or racy network mount).
+_FILESYSTEM = re.compile(
+    r"(?:^|/)(?:<frozen os>|os\.py|shutil\.py|pathlib\.py|pathlib/_\w+\.py|tempfile\.py"
+    r"|genericpath\.py)$"
+)
 _FRAME = re.compile(r"^(?P<path>[^\s:][^:]*):\d+ in ")
 
 
@@ -63,6 +72,15 @@ def traceback_cut(timelines: Sequence[Timeline]) -> PhaseFinding | None:
                 0.2,
                 f"a traceback at {where} that the log ends inside, with no frame and no "
                 "exception line: an exception ended the process, which one is not shown",
+            )
+        if _FILESYSTEM.search(path):
+            return PhaseFinding(
+                Category.STORAGE,
+                Kind.CRASH,
+                0.3,
+                f"a traceback at {where} cut before its exception line; its innermost frame "
+                f"({path}) is a file-system call of the standard library: the file system "
+                "refused it",
             )
         if _ELSEWHERE.search(path):
             return PhaseFinding(

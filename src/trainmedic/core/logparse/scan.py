@@ -170,6 +170,7 @@ class LineScanner:
         self.year: int | None = None
         self._widths: dict[int, int] = {}
         self._prev = ""
+        self._text_seen = False  # a line with text came already (see the headless traceback)
         self._shapes: dict[bytes, int] = {}  # line shape -> which trackers want such lines
         self._splitter = AttemptSplitter()
         self._new_attempt(None)
@@ -247,10 +248,16 @@ class LineScanner:
         frames = ""
         ignored = False  # the exception line of a traceback Python says it ignored
         tracebacks = self._tracebacks
-        if TRACEBACK_START in text or tracebacks.active:
+        # An excerpt that begins inside a traceback (its header cut off) opens one at its
+        # first frame: the first line with text, nothing before it.
+        headless = not self._text_seen and 'File "' in text
+        self._text_seen = self._text_seen or bool(text.strip())
+        if TRACEBACK_START in text or tracebacks.active or headless:
             if TRACEBACK_START in text:
                 self._ignoring = IGNORED_MARK in self._prev
-            unit = tracebacks.feed(line_no, text[parse_prefix(text).body_start :])
+            unit = tracebacks.feed(
+                line_no, text[parse_prefix(text).body_start :], headless=headless
+            )
             if unit is not None:
                 frames = unit.frames_text()
                 ignored, self._ignoring = self._ignoring, False

@@ -121,6 +121,18 @@ _BENCH_ROW = re.compile(
 )
 
 
+# A bare series: a step number and one value per line, nothing else ("76930 2.6496"), as a
+# script printing its own loss writes it. The value is *some* metric, so such points only say
+# when it stopped being a number (see attribute/timeline.py), never that it jumped. The gate
+# is the scan's (per line shape: no digit is required, so a shape's lines all agree).
+_BARE_GATE = re.compile(
+    r"^\s*\d*\s+[-+]?\d*\.\d*(?:[eE][-+]?\d*)?\s*$|^\s*\d*\s+[-+]?(?:nan|NaN|NAN|inf|Inf)\s*$"
+)
+_BARE = re.compile(
+    r"^\s*(\d{1,12})\s+([-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|NaN|NAN|[-+]?inf|[-+]?Inf)\s*$"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Point:
     line: int
@@ -128,6 +140,7 @@ class Point:
     loss: float | None
     timestamp: float | None
     step_time: float | None = None
+    bare: bool = False  # from a bare "step value" line: the value is some metric
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +181,10 @@ def _point(line_no: int, text: str) -> Point | None:
     # A step that printed its loss needs no second look for one.
     loss = parsed.loss if parsed is not None and parsed.loss is not None else _loss(body)
     if parsed is None and loss is None:
-        return None
+        bare = _BARE.match(body)
+        if bare is None:
+            return None
+        return Point(line_no, int(bare.group(1)), float(bare.group(2)), prefix.timestamp, bare=True)
     return Point(
         line=line_no,
         iteration=parsed.iteration if parsed else None,
@@ -217,7 +233,13 @@ class TimelineTracker:
     @staticmethod
     def is_candidate(text: str) -> bool:
         """A possible progress or loss line (for ``candidate``)."""
-        return "loss" in text or "iter" in text or "step" in text or "%|" in text
+        return (
+            "loss" in text
+            or "iter" in text
+            or "step" in text
+            or "%|" in text
+            or _BARE_GATE.match(text) is not None
+        )
 
     @staticmethod
     def wants(text: str) -> bool:

@@ -50,12 +50,17 @@ class TracebackTracker:
         self._foreign = 0
         self.active = False  # inside a traceback (a plain attribute: read on every line)
 
-    def feed(self, line_no: int, body: str) -> Traceback | None:
+    def feed(self, line_no: int, body: str, headless: bool = False) -> Traceback | None:
+        """``headless``: the line may open a traceback whose header was cut off, when it is a
+        frame (the caller offers only the first line of an excerpt)."""
         if START in body:
             self._start, self._frames, self._foreign = line_no, [], 0
             self._last = line_no
             self.active = True
             return None
+        if headless and self._start is None and _FRAME.match(body):
+            self._start, self._frames, self._foreign = line_no, [], 0
+            self.active = True
         if self._start is None:
             return None
         stripped = body.strip()
