@@ -23,6 +23,31 @@ from trainmedic.store import JobSpec, Store, sqlite_url
 from trainmedic.store.leader import Leadership, leadership_for
 
 
+@dataclasses.dataclass
+class _Pair:
+    sched: FakeScheduler
+    a: Service
+    b: Service
+    store_a: Store
+    store_b: Store
+    lead_a: Leadership
+
+
+def _leader_and_standby(config: Config, tmp_path: Path, spec: JobSpec) -> _Pair:
+    """Job 7 on node1+node2 in one SQLite store, leader ``a`` (first to cycle), standby ``b``."""
+    url = sqlite_url(str(tmp_path / "state.db"))
+    store_a, store_b = Store(url), Store(url)
+    store_a.register_job("7", "fake", now=time.time(), spec=spec)
+    sched = FakeScheduler()
+    sched.add_job("7", ["node1", "node2"])
+    lead_a = leadership_for(store_a)
+    a = Service(config, store_a, sched, executor_id="a", leadership=lead_a)
+    b = Service(config, store_b, sched, executor_id="b", leadership=leadership_for(store_b))
+    a.cycle()
+    b.cycle()
+    return _Pair(sched, a, b, store_a, store_b, lead_a)
+
+
 def _report(log: Path, iterations: range, ago_s: float = 0.0) -> None:
     """Progress lines of rank 0, printed ``ago_s`` before now."""
     with log.open("a") as f:
@@ -34,18 +59,11 @@ def _report(log: Path, iterations: range, ago_s: float = 0.0) -> None:
 
 def test_a_standby_taking_the_lead_reads_on_from_the_old_leaders_offsets(tmp_path: Path) -> None:
     config = Config(service=ServiceConfig(mode="action", state_dir=str(tmp_path)))
-    url = sqlite_url(str(tmp_path / "state.db"))
     log = tmp_path / "job.out"
     log.write_text("")
-    store_a, store_b = Store(url), Store(url)
-    store_a.register_job("7", "fake", now=time.time(), spec=JobSpec(log_paths=(str(log),)))
-    sched = FakeScheduler()
-    sched.add_job("7", ["node1", "node2"])
-    lead_a = leadership_for(store_a)
-    a = Service(config, store_a, sched, executor_id="a", leadership=lead_a)
-    b = Service(config, store_b, sched, executor_id="b", leadership=leadership_for(store_b))
-    a.cycle()
-    b.cycle()
+    pair = _leader_and_standby(config, tmp_path, JobSpec(log_paths=(str(log),)))
+    sched, a, b, lead_a = pair.sched, pair.a, pair.b, pair.lead_a
+    _store_a, store_b = pair.store_a, pair.store_b
     assert a.leading and not b.leading
 
     _report(log, range(1, 30))  # attempt 0 trains; the leader reads it all
@@ -76,21 +94,14 @@ def test_a_failure_the_old_leader_saw_but_did_not_store_is_found_by_the_next(
     the finding, or the next leader takes the job for one that ended long ago, lets it go,
     and the incident is lost."""
     config = Config(service=ServiceConfig(mode="action", state_dir=str(tmp_path)))
-    url = sqlite_url(str(tmp_path / "state.db"))
     kernel = tmp_path / "node2.kern.log"
     kernel.write_text("")
     log = tmp_path / "job.out"
     log.write_text("")
     spec = JobSpec(log_paths=(str(log),), kernel_logs={"node2": str(kernel)})
-    store_a, store_b = Store(url), Store(url)
-    store_a.register_job("7", "fake", now=time.time(), spec=spec)
-    sched = FakeScheduler()
-    sched.add_job("7", ["node1", "node2"])
-    lead_a = leadership_for(store_a)
-    a = Service(config, store_a, sched, executor_id="a", leadership=lead_a)
-    b = Service(config, store_b, sched, executor_id="b", leadership=leadership_for(store_b))
-    a.cycle()
-    b.cycle()
+    pair = _leader_and_standby(config, tmp_path, spec)
+    sched, a, b, lead_a = pair.sched, pair.a, pair.b, pair.lead_a
+    store_a, store_b = pair.store_a, pair.store_b
     _report(log, range(1, 5))
     a.cycle()
 
@@ -128,18 +139,11 @@ def _node_death_setup(
     )
     for node in ("node1", "node2", "node3", "node4"):
         (tmp_path / f"{node}.kern.log").write_text("")
-    url = sqlite_url(str(tmp_path / "state.db"))
     log = tmp_path / "job.out"
     log.write_text("")
-    store_a, store_b = Store(url), Store(url)
-    store_a.register_job("7", "fake", now=time.time(), spec=JobSpec(log_paths=(str(log),)))
-    sched = FakeScheduler()
-    sched.add_job("7", ["node1", "node2"])
-    lead_a = leadership_for(store_a)
-    a = Service(config, store_a, sched, executor_id="a", leadership=lead_a)
-    b = Service(config, store_b, sched, executor_id="b", leadership=leadership_for(store_b))
-    a.cycle()
-    b.cycle()
+    pair = _leader_and_standby(config, tmp_path, JobSpec(log_paths=(str(log),)))
+    sched, a, b, lead_a = pair.sched, pair.a, pair.b, pair.lead_a
+    store_a, store_b = pair.store_a, pair.store_b
     _report(log, range(1, 5), ago_s=40.0)
     a.cycle()
     # node2's GPU falls off the bus and the node dies; Slurm requeues the job by itself (a
