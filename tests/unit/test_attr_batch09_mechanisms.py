@@ -135,6 +135,17 @@ HEALTHY: dict[str, str] = {
         "saved checkpoint to /ckpt/step_100\n"
         "step 101 loss 2.30\n"
     ),
+    # settings echoed by a manifest or a config dump: a key named after a failure, a number
+    "manifest_grace_period": (
+        "spec:\n  terminationGracePeriodSeconds: 30\n  containers:\n  - name: trainer\n"
+    ),
+    "probe_thresholds": "    failureThreshold: 3\n    timeoutSeconds: 5\n    killAfter=10s\n",
+    # a command someone typed (shell prompt, Python REPL) is input; its output speaks for it
+    "typed_metadata_query": (
+        '$ curl "http://metadata.google.internal/computeMetadata/v1/instance/preempted" '
+        '-H "Metadata-Flavor: Google"\nFALSE\n'
+    ),
+    "typed_repl_call": ">>> trainer.fit(model, ckpt_path='last')  # resume after the preemption\n",
 }
 
 

@@ -138,6 +138,12 @@ _NOT_FAILURE = re.compile(
     # a count of errors the hardware corrected itself (a stream of them is read elsewhere)
     r"|(?<![Uu]n)(?<![Nn]on-)\bcorrect(?:able|ed) (?:hardware |memory |ECC )?errors?"
     r" (?:detected|count)"
+    # a setting echoed by a manifest or a config dump: a camelCase key named after a failure
+    # word, set to a number, a duration or a boolean ("terminationGracePeriodSeconds: 30")
+    r"|^\s*-?\s*[\"']?(?-i:[a-z]+(?:[A-Z][a-z]+)+)[\"']?\s*[:=]\s*[\"']?"
+    r"(?:\d+(?:\.\d+)?\s*(?:ms|s|m|h)?|true|false)[\"']?,?\s*$"
+    # a command someone typed (a shell prompt, the Python REPL): input, not what happened
+    r"|^\s*(?:\$|[\w.-]+@[\w.-]+:\S*[$#]|>>>)\s+\S"
 )
 # Traceback frames, C++ frames, rich panels, and "#" comment lines (benchmark table headers
 # such as nccl-tests' "... busbw  error" column row).
