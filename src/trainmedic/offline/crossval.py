@@ -23,7 +23,7 @@ from trainmedic.core.errors import InputError
 from trainmedic.core.policy.context import PolicyContext
 from trainmedic.core.policy.decide import decide
 from trainmedic.offline.analyze import analyze_path
-from trainmedic.offline.evaluate import NONE_LABEL, Outcome, Summary, summary
+from trainmedic.offline.evaluate import Outcome, Summary, summary
 from trainmedic.offline.train_evidence import LabelledLog, build, default_corpora, load_corpus
 
 
@@ -54,16 +54,7 @@ def _outcomes(logs: Sequence[LabelledLog], held: str, others: Sequence[LabelledL
             (apply_learned(result.verdict, log.lines, model, call_failures=True), calling),
         ):
             advice = decide(verdict, PolicyContext.offline(str(log.corpus / log.label.file)))
-            out.append(
-                Outcome(
-                    label,
-                    str(verdict.category) if verdict.failure else NONE_LABEL,
-                    str(verdict.kind),
-                    confidence=verdict.confidence,
-                    action=str(advice.action),
-                    drained=bool(advice.drain_nodes),
-                )
-            )
+            out.append(Outcome.of(label, verdict, advice))
     return SetResult(held, summary(rules), summary(learned), summary(calling))
 
 

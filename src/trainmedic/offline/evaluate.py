@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainmedic.core.errors import InputError
-from trainmedic.core.model import Action, Category
+from trainmedic.core.model import Action, Advice, Category, Verdict
 from trainmedic.offline.analyze import AnalysisResult, analyze_path
 from trainmedic.offline.calibration import CalibrationBin, reliability
 
@@ -49,6 +49,18 @@ class Outcome:
     confidence: float = 0.0  # the verdict's
     action: str = "none"  # the advice's
     drained: bool = False  # the advice drains a node
+
+    @classmethod
+    def of(cls, label: Label, verdict: Verdict, advice: Advice) -> Outcome:
+        """What a verdict and its advice say of a labelled log."""
+        return cls(
+            label,
+            str(verdict.category) if verdict.failure else NONE_LABEL,
+            str(verdict.kind),
+            confidence=verdict.confidence,
+            action=str(advice.action),
+            drained=bool(advice.drain_nodes),
+        )
 
     @property
     def category_ok(self) -> bool:
@@ -103,17 +115,7 @@ def evaluate(
         except InputError as exc:
             outcomes.append(Outcome(shown, "unreadable", "none", str(exc)))
             continue
-        v, advice = result.verdict, result.advice
-        outcomes.append(
-            Outcome(
-                shown,
-                str(v.category) if v.failure else NONE_LABEL,
-                str(v.kind),
-                confidence=v.confidence,
-                action=str(advice.action),
-                drained=bool(advice.drain_nodes),
-            )
-        )
+        outcomes.append(Outcome.of(shown, result.verdict, result.advice))
     return outcomes
 
 
