@@ -79,6 +79,13 @@ def _survived(event: Event, progress_after: Mapping[Event, int]) -> bool:
     return progress_after.get(event, 0) >= SURVIVED_REPORTS
 
 
+def _unsurvived_kernel_context(event: Event, facts: JobFacts) -> bool:
+    """A lone corrected error from the kernel counts only if its file shows no training after it:
+    a job that printed steps after one corrected ECC/PCIe record or a recorded row remap ran
+    past what the hardware already handled (a stream of them is `recurring`'s to read)."""
+    return event.evidence is EvidenceSource.KERNEL_LOG and not facts.progress_after.get(event, 0)
+
+
 def _base_confidence(root: Event) -> float:
     if root.category.is_hardware():
         if root.strong and root.evidence.is_system():
@@ -175,7 +182,7 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
         for e in events
         if e.role is Role.CONTEXT
         and e.category.is_hardware()
-        and (e.strong or e.evidence is EvidenceSource.KERNEL_LOG or id(e) in recurring)
+        and (e.strong or id(e) in recurring or _unsurvived_kernel_context(e, facts))
     ]
     strong_context = [e for e in hw_context if e.strong]
     if strong_context:

@@ -142,6 +142,15 @@ _NOT_FAILURE = re.compile(
     # word, set to a number, a duration or a boolean ("terminationGracePeriodSeconds: 30")
     r"|^\s*-?\s*[\"']?(?-i:[a-z]+(?:[A-Z][a-z]+)+)[\"']?\s*[:=]\s*[\"']?"
     r"(?:\d+(?:\.\d+)?\s*(?:ms|s|m|h)?|true|false)[\"']?,?\s*$"
+    # a health tool's field (words, not an exception's name) named after a failure holding its
+    # all-clear value (nvidia-smi -q "Remapping Failure Occurred : No", "HW Slowdown : Not
+    # Active", smartctl "Critical Warning: 0x00"): a report that nothing failed
+    r"|^\s*(?=[A-Za-z])(?=[^:]*\w \w)[\w /().-]*?"
+    r"(?:fail|error|warning|fault|critical|slowdown|throttl|uncorrect)[\w /().-]*?"
+    r"\s*:\s*(?:no|not active|none|n/a|0x0+|0|passed?|ok)\s*$"
+    # its section headings ("ECC Errors") and the detail lines of a record the catalogue reads
+    # (AER's "error status/mask=")
+    r"|^\s*(?-i:(?:[A-Z][A-Za-z0-9]* )+Errors)\s*$|\berror status/mask="
     # a command someone typed (a shell prompt, the Python REPL): input, not what happened
     r"|^\s*(?:\$|[\w.-]+@[\w.-]+:\S*[$#]|>>>)\s+\S"
 )
