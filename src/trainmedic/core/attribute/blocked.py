@@ -5,8 +5,10 @@ failure evidence on its own: a process sat in uninterruptible sleep for minutes.
 when nothing above spoke (no primary error, no cascade, no teardown). The call trace printed
 under it says what the task waited for: frames in file-system or block I/O wait
 (``kernel.io_wait_frame``: NFS/SUNRPC, Lustre, GPFS, journals, write-back) make it a storage
-hang; other frames leave the cause unknown, still a hang and never "no failure". A soft
-lockup or RCU stall report (a CPU that stopped scheduling) is read the same way.
+hang; frames in the GPU driver's modules (``kernel.gpu_driver_frame``: nvidia, nvidia_uvm, ...)
+make it the driver's (system software, a guess); other frames leave the cause unknown, still a
+hang and never "no failure". A soft lockup or RCU stall report (a CPU that stopped scheduling)
+is read the same way.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from trainmedic.core.model import Category, Event, Kind
 HUNG_TASK = "kernel.hung_task"
 STALLS = (HUNG_TASK, "kernel.soft_lockup")
 IO_FRAME = "kernel.io_wait_frame"
+DRIVER_FRAME = "kernel.gpu_driver_frame"
 TRACE_LINES = 60
 """Lines after the hung-task report that can hold its call trace."""
 
 STORAGE_CONFIDENCE = 0.4
 UNKNOWN_CONFIDENCE = 0.3
+DRIVER_CONFIDENCE = 0.3
 
 
 def blocked_task(events: Sequence[Event]) -> PhaseFinding | None:
@@ -35,13 +39,7 @@ def blocked_task(events: Sequence[Event]) -> PhaseFinding | None:
     if hung is None:
         return None
     what = "a task blocked" if hung.signature == HUNG_TASK else "a CPU stalled"
-    frames = [
-        e
-        for e in events
-        if e.signature == IO_FRAME
-        and e.source == hung.source
-        and 0 < e.line - hung.line <= TRACE_LINES
-    ]
+    frames = _trace_frames(events, hung, IO_FRAME)
     if frames:
         names = ", ".join(sorted({_frame_name(e.text) for e in frames})[:3])
         return PhaseFinding(
@@ -50,6 +48,17 @@ def blocked_task(events: Sequence[Event]) -> PhaseFinding | None:
             STORAGE_CONFIDENCE,
             f"the kernel reported {what} at line {hung.line}, its call trace waiting "
             f"in file-system/block I/O ({names}): a hang on storage",
+            hung,
+        )
+    driver = _trace_frames(events, hung, DRIVER_FRAME)
+    if driver:
+        names = ", ".join(sorted({_frame_name(e.text) for e in driver})[:3])
+        return PhaseFinding(
+            Category.SYSTEM_SOFTWARE,
+            Kind.HANG,
+            DRIVER_CONFIDENCE,
+            f"the kernel reported {what} at line {hung.line}, its call trace inside the GPU "
+            f"driver ({names}): a hang in the driver",
             hung,
         )
     reclaim = reclaim_blocked([e for e in stalls if e.signature == HUNG_TASK])
@@ -65,7 +74,20 @@ def blocked_task(events: Sequence[Event]) -> PhaseFinding | None:
     )
 
 
+def _trace_frames(events: Sequence[Event], hung: Event, signature: str) -> list[Event]:
+    """The frames of ``signature`` in the trace printed under the report ``hung``."""
+    return [
+        e
+        for e in events
+        if e.signature == signature
+        and e.source == hung.source
+        and 0 < e.line - hung.line <= TRACE_LINES
+    ]
+
+
 def _frame_name(text: str) -> str:
-    """``[<ffff...>] ? pagevec_lookup_tag+0x21/0x30`` -> ``pagevec_lookup_tag``."""
+    """``[<ffff...>] ? pagevec_lookup_tag+0x21/0x30`` -> ``pagevec_lookup_tag`` (and
+    ``RIP: 0010:uvm_spin_loop+0x4e/0x90`` -> ``uvm_spin_loop``)."""
     head = text.split("+0x", 1)[0]
-    return head.split()[-1] if head.split() else head
+    word = head.split()[-1] if head.split() else head
+    return word.rsplit(":", 1)[-1]

@@ -45,7 +45,11 @@ _WORDS = re.compile(
     r"|[Rr]efused|[Cc]annot |[Cc]an't |[Uu]nable to|[Ii]nvalid|[Ii]llegal|[Mm]ismatch|[Cc]rash"
     r"|[Dd]ied\b|\b[Dd]ead\b|[Tt]erminat|TERMINAT|\bOOM|[Oo]ut of memory|[Uu]nhealthy|NotReady"
     r"|[Cc]ritical|CRITICAL|[Cc]orrupt|\b[Ll]ost\b|\b(?:[Dd]own|DOWN)\b|[Ss]tuck|\b[Hh]ung\b"
-    r"|[Hh]anging|[Nn]o space left|[Qq]uota|[Ii]/O error"
+    r"|[Hh]anging|[Nn]o space left|[Ii]/O error"
+    # a quota only when it was hit ("Quota mode: none", lfs's "Disk quotas for usr" header and
+    # a pod's "Resource Quotas" listing are none)
+    r"|[Qq]uota\b[^.;]{0,40}\b(?:exceeded|exhausted|reached)|QUOTA_EXCEEDED|QuotaExceeded"
+    r"|[Oo]ver (?:the )?quota|[Ee]xceed\w* (?:\w+ )?quota|[Ii]nsufficient quota"
     r"|[Uu]ncorrectable|UNCORRECTABLE|[Uu]nrecoverable|[Rr]edundancy [Ll]ost"
     # a reading crossing its limit (a threshold only listed beside a reading is no event)
     r"|[Oo]ver[- ]?[Tt]emperature|OVERTEMP|[Tt]hermal [Tt]rip"
