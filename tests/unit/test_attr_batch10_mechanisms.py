@@ -63,12 +63,11 @@ FAILURES: dict[str, tuple[str, Category]] = {
         '  File "/opt/app/train.py", line 210, in <module>\n'
         "    trainer.save_model(out_dir)\n"
         '  File "/usr/lib/python3/site-packages/safetensors/torch.py", line 281, in save_file\n'
-        "    with open(filename, \"wb\") as fh:\n",
+        '    with open(filename, "wb") as fh:\n',
         Category.STORAGE,
     ),
     "cut_at_os_replace_headless": (
-        '  File "/srv/job/ckpt.py", line 77, in commit\n'
-        "    os.replace(tmp_path, final_path)\n",
+        '  File "/srv/job/ckpt.py", line 77, in commit\n    os.replace(tmp_path, final_path)\n',
         Category.STORAGE,
     ),
     "horovod_stall_missing_second_node_block": (

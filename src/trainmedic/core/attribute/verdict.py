@@ -48,8 +48,8 @@ from trainmedic.core.attribute.phase import (
 from trainmedic.core.attribute.recurring import recurring_context
 from trainmedic.core.attribute.root import choose_root
 from trainmedic.core.attribute.rules import refine_with_support
-from trainmedic.core.attribute.stuck import rendezvous_never_completed, stuck_in_stack_dump
 from trainmedic.core.attribute.stalled_node import whole_node_missing
+from trainmedic.core.attribute.stuck import rendezvous_never_completed, stuck_in_stack_dump
 from trainmedic.core.attribute.timeline import loss_diverged, stalled_while_running
 from trainmedic.core.attribute.unfinished import allocation_never_granted, traceback_cut
 from trainmedic.core.logparse.elastic import SIGABRT_EXITS
