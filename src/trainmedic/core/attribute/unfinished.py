@@ -12,7 +12,10 @@ so each verdict is a low-confidence guess, never a reason to stop or drain:
   ``threading``, a queue) or inside the distributed / device runtime, the error came from
   elsewhere: a failure of unknown category (0.2); inside the standard library's file-system
   calls (``os``, ``shutil``, ``pathlib``, ``tempfile``), the file system refused the call:
-  storage (0.3). An excerpt that begins with a frame is a traceback whose header was cut.
+  storage (0.3); so is a cut whose innermost frame's source line calls a built-in file-system
+  call itself (``open(...)``, ``os.rename``, ``os.replace``, ``os.mkdir``, ``os.fsync``...):
+  those are C functions and print no frame of their own, so the call is the last thing shown.
+  An excerpt that begins with a frame is a traceback whose header was cut.
 * **an allocation never granted**: the submission's last words are that it waits for its
   allocation (``srun: Pending job allocation``, ``salloc: job N queued and waiting for
   resources``, PBS's ``qsub: waiting for job N to start``, LSF's ``<<Waiting for dispatch>>``)
@@ -48,6 +51,15 @@ _FILESYSTEM = re.compile(
     r"(?:^|/)(?:<frozen os>|os\.py|shutil\.py|pathlib\.py|pathlib/_\w+\.py|tempfile\.py"
     r"|genericpath\.py)$"
 )
+# A source line calling a built-in file-system function (C code: no frame of its own follows):
+# the bare ``open(``, ``io.open`` / ``os.open``, and ``os``'s calls on paths and descriptors.
+# A method named open (``Image.open``, ``h5py.File``, ``zipfile.ZipFile.open``) is a library's.
+_FILESYSTEM_CALL = re.compile(
+    r"(?:^|[\s=(,\[])(?:(?:io|os|builtins|codecs)\.)?open\("
+    r"|\bos\.(?:mkdir|makedirs|rename|renames|replace|remove|unlink|rmdir|fsync|fdatasync"
+    r"|truncate|ftruncate|link|symlink|chmod|chown|stat|lstat|listdir|scandir|statvfs|write"
+    r"|read|sendfile)\("
+)
 _FRAME = re.compile(r"^(?P<path>[^\s:][^:]*):\d+ in ")
 
 
@@ -57,6 +69,14 @@ def _innermost(frames: Sequence[str]) -> str | None:
         if m:
             return m.group("path")
     return None
+
+
+def _innermost_calls_filesystem(frames: Sequence[str]) -> bool:
+    """Whether the innermost frame's source line (the line after it) calls a built-in
+    file-system function."""
+    if len(frames) < 2 or _FRAME.match(frames[-1]) or not _FRAME.match(frames[-2]):
+        return False
+    return _FILESYSTEM_CALL.search(frames[-1]) is not None
 
 
 def traceback_cut(timelines: Sequence[Timeline]) -> PhaseFinding | None:
@@ -81,6 +101,15 @@ def traceback_cut(timelines: Sequence[Timeline]) -> PhaseFinding | None:
                 f"a traceback at {where} cut before its exception line; its innermost frame "
                 f"({path}) is a file-system call of the standard library: the file system "
                 "refused it",
+            )
+        if _innermost_calls_filesystem(tl.cut_traceback):
+            return PhaseFinding(
+                Category.STORAGE,
+                Kind.CRASH,
+                0.3,
+                f"a traceback at {where} cut before its exception line; its innermost frame "
+                f"({path}) calls a built-in file-system function "
+                f"({tl.cut_traceback[-1][:80]}): the file system refused it",
             )
         if _ELSEWHERE.search(path):
             return PhaseFinding(

@@ -48,6 +48,7 @@ from trainmedic.core.attribute.phase import (
 from trainmedic.core.attribute.recurring import recurring_context
 from trainmedic.core.attribute.root import choose_root
 from trainmedic.core.attribute.rules import refine_with_support
+from trainmedic.core.attribute.stalled_node import whole_node_missing
 from trainmedic.core.attribute.stuck import rendezvous_never_completed, stuck_in_stack_dump
 from trainmedic.core.attribute.timeline import loss_diverged, stalled_while_running
 from trainmedic.core.attribute.unfinished import allocation_never_granted, traceback_cut
@@ -336,6 +337,7 @@ def _from_root(
     confidence = rule.confidence if rule else _base_confidence(root)
     benches = [t.bench_rows for t in facts.timelines if t.bench_started]
     phase = None if rule else fabric_never_worked(root, facts.progress, max(benches, default=None))
+    phase = phase or (None if rule else whole_node_missing(root, events))
     if phase is not None:
         category, confidence = phase.category, phase.confidence
     timeouts = [e for e in events if e.role is Role.CASCADE and _TIMEOUT.search(e.text)]
