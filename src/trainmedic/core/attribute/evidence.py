@@ -4,10 +4,11 @@ It rests on the failure lines the scan kept (``logparse/evidence.py``: lines wit
 that no catalogue signature matched, warnings and zero counts left out) and on nothing else.
 Each category is scored by the cues of ``evidence_cues.toml`` found in those lines, earlier
 lines counting more (the first failure line is the likeliest cause; what follows is mostly
-its fallout); lines the job trained past (``SURVIVED_REPORTS`` progress lines after them) do
-not count. The best category names the verdict with a confidence of at most
-``EVIDENCE_CONFIDENCE`` (0.45, under the policy's stop threshold: a guess restarts the job,
-never stops or shrinks it), and the basis says that it is this layer speaking.
+its fallout); lines the job trained past (``SURVIVED_REPORTS`` progress lines after them) or
+measured past (a result table's rows after them: ``logparse/results.py``) do not count. The
+best category names the verdict with a confidence of at most ``EVIDENCE_CONFIDENCE`` (0.45,
+under the policy's stop threshold: a guess restarts the job, never stops or shrinks it), and
+the basis says that it is this layer speaking.
 
 With failure lines but no cue, the verdict is a failure of unknown category (0.2): "no
 failure" is reserved for inputs without any failure evidence.
@@ -34,6 +35,10 @@ UNNAMED_CONFIDENCE = 0.2
 
 SURVIVED_REPORTS = 20
 """A failure line followed by this many progress lines in its file did not end the job."""
+
+SURVIVED_RESULTS = 1
+"""A failure line followed by a result table's row: the tool went on to measure (a benchmark
+prints its rows only when its runs complete; what ends it is printed after them)."""
 
 MIN_SCORE = 1.0
 """Below this, the cues are too thin to name a category."""
@@ -127,7 +132,11 @@ def read_evidence(
     lines: Sequence[EvidenceLine], total: int = 0, cues: Sequence[Cue] | None = None
 ) -> EvidenceFinding | None:
     """What the failure lines say, or ``None`` when there are none (that the job outlived)."""
-    kept = [e for e in lines if e.progress_after < SURVIVED_REPORTS]
+    kept = [
+        e
+        for e in lines
+        if e.progress_after < SURVIVED_REPORTS and e.results_after < SURVIVED_RESULTS
+    ]
     if not kept:
         return None
     scores: dict[Category, float] = {}

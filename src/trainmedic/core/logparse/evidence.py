@@ -28,6 +28,7 @@ from trainmedic.core.logparse.failure_states import (
     may_name_a_state,
     names_a_state,
 )
+from trainmedic.core.logparse.results import is_header_row
 from trainmedic.core.signatures.prefilter import trie_pattern
 
 HEAD = 40
@@ -171,6 +172,7 @@ class EvidenceLine:
     line: int
     text: str
     progress_after: int = 0  # progress lines the file printed after it (it survived many)
+    results_after: int = 0  # result-table rows printed after it (the tool went on to measure)
 
 
 def may_be_evidence(raw: bytes) -> bool:
@@ -182,7 +184,7 @@ def is_failure_text(body: str) -> bool:
     """Whether a message (prefix removed) is failure evidence (see the module docstring)."""
     if _WORDS.search(body) is None and not names_a_state(body):
         return False
-    if is_listing_row(body):
+    if is_listing_row(body) or is_header_row(body):
         return False
     return not (_QUIET_LEVEL.search(body) or _NOT_FAILURE.search(body) or _FRAME.match(body))
 
@@ -198,22 +200,30 @@ class EvidenceCollector:
         self._tail: deque[EvidenceLine] = deque(maxlen=TAIL)
         self.count = 0
 
-    def feed(self, line_no: int, body: str, reports: int = 0, prefix: str = "") -> None:
+    def feed(
+        self, line_no: int, body: str, reports: int = 0, prefix: str = "", rows: int = 0
+    ) -> None:
         """``body`` is the message after the line ``prefix``; ``reports`` the progress lines
-        seen so far in the file."""
+        and ``rows`` the result-table rows seen so far in the file."""
         if _QUIET_PREFIX.search(prefix) or not is_failure_text(body):
             return
         self.count += 1
-        item = EvidenceLine(self._source, line_no, body.strip()[:MAX_TEXT], reports)
+        item = EvidenceLine(self._source, line_no, body.strip()[:MAX_TEXT], reports, rows)
         if len(self._head) < HEAD:
             self._head.append(item)
         else:
             self._tail.append(item)
 
-    def lines(self, reports: int = 0) -> tuple[EvidenceLine, ...]:
-        """The kept lines, each with the progress lines printed after it (``reports``: the
-        file's total)."""
+    def lines(self, reports: int = 0, rows: int = 0) -> tuple[EvidenceLine, ...]:
+        """The kept lines, each with the progress lines and result rows printed after it
+        (``reports``, ``rows``: the file's totals)."""
         return tuple(
-            EvidenceLine(e.source, e.line, e.text, max(0, reports - e.progress_after))
+            EvidenceLine(
+                e.source,
+                e.line,
+                e.text,
+                max(0, reports - e.progress_after),
+                max(0, rows - e.results_after),
+            )
             for e in (*self._head, *self._tail)
         )

@@ -33,6 +33,7 @@ from trainmedic.core.logparse.collective import CollectiveTrace, CollectiveTrack
 from trainmedic.core.logparse.elastic import ChildFailure, ChildFailureTracker
 from trainmedic.core.logparse.evidence import EvidenceCollector, EvidenceLine, may_be_evidence
 from trainmedic.core.logparse.prefix import REFERENCE_YEAR, full_date_year, parse_prefix
+from trainmedic.core.logparse.results import ResultTableTracker, may_be_table_row
 from trainmedic.core.logparse.stackdump import StackDump, StackDumpTracker
 from trainmedic.core.logparse.structured import StructuredScan
 from trainmedic.core.logparse.summary import ProgressSummary
@@ -51,6 +52,7 @@ _MAX_RANKS = 100_000
 _SHAPES = 1 << 14
 _SHAPE_MAX = 4096  # longer lines are not memoised (the matcher's own bound)
 _EVIDENCE, _STRUCTURED, _PROGRESS, _TIMELINE, _COLLECTIVE, _STACK = 1, 2, 4, 8, 16, 32
+_RESULT = 64
 
 
 def _kinds(raw: bytes, text: str, structured: StructuredScan) -> int:
@@ -63,6 +65,7 @@ def _kinds(raw: bytes, text: str, structured: StructuredScan) -> int:
         | (_TIMELINE if TimelineTracker.wants(text) else 0)
         | (_COLLECTIVE if CollectiveTracker.wants(text) else 0)
         | (_STACK if StackDumpTracker.wants(text) else 0)
+        | (_RESULT if may_be_table_row(text) else 0)
     )
 
 
@@ -188,6 +191,7 @@ class LineScanner:
         self._progress = ProgressTracker()
         self._structured = StructuredScan()
         self._evidence = EvidenceCollector(self.path)
+        self._results = ResultTableTracker()
         self._timeline = TimelineTracker()
         self._collectives = CollectiveTracker()
         self._stacks = StackDumpTracker()
@@ -312,7 +316,9 @@ class LineScanner:
                 out.add(hits, line_no, text, year, list(self._ring), frames)
             elif kinds & _EVIDENCE and not tracebacks.active and not ignored:
                 start = parse_prefix(text).body_start
-                self._evidence.feed(line_no, text[start:], progress.reports, text[:start])
+                self._evidence.feed(
+                    line_no, text[start:], progress.reports, text[:start], self._results.rows
+                )
         if kinds & _STRUCTURED or structured.live:
             findings = structured.feed(line_no, text, bool(kinds & _STRUCTURED))
             if findings:
@@ -324,6 +330,8 @@ class LineScanner:
                 self._timeline.observe(line_no, text)
         if kinds & _COLLECTIVE:
             self._collectives.observe(line_no, text)
+        if kinds & _RESULT and not tracebacks.active:
+            self._results.feed(text[parse_prefix(text).body_start :])
         if kinds & _STACK or self._stacks.active:
             self._stacks.feed(line_no, text[parse_prefix(text).body_start :])
         if len(out.events) != found or self._evidence.count != evidence_seen:
@@ -369,7 +377,7 @@ class LineScanner:
                 e: total - at for e, at in zip(out.events, out.reports_at, strict=True)
             },
             year=self.year,
-            evidence=self._evidence.lines(total),
+            evidence=self._evidence.lines(total, self._results.rows),
             evidence_count=self._evidence.count,
             timeline=self._timeline_now(),
             collectives=self._collectives.trace(),
