@@ -54,6 +54,9 @@ _WORDS = re.compile(
     r"|[Uu]ncorrectable|UNCORRECTABLE|[Uu]nrecoverable|[Rr]edundancy [Ll]ost"
     # a reading crossing its limit (a threshold only listed beside a reading is no event)
     r"|[Oo]ver[- ]?[Tt]emperature|OVERTEMP|[Tt]hermal [Tt]rip"
+    # a part that overheated (a state: "Overheated", "is overheating"; not "overheat
+    # protection" or "to prevent overheating")
+    r"|(?<!prevent )(?<!avoid )\b[Oo]verheat(?:ed|ing)\b|\bOVERHEAT(?:ED|ING)?\b"
     r"|[Uu]pper (?:[Cc]ritical|[Nn]on-[Rr]ecoverable) (?:- )?going high"
     r"|(?:above|exceed\w*|greater than|crossed) (?:the )?upper (?:critical|non-recoverable)"
     r"|[Ss]ensor (?:degraded|failed|failure)"
@@ -79,7 +82,8 @@ FAST_WORDS = (
     "terminat", "oom", "out of memory", "unhealthy", "notready", "critical", "corrupt", "lost",
     "down", "stuck", "hanging", "no space left", "quota", "i/o error",
     "uncorrectable", "unrecoverable", "redundancy lost", "overtemp", "over temp", "over-temp",
-    "thermal trip", "upper critical", "upper non-recoverable", "sensor degraded", "sensor fail",
+    "thermal trip", "overheat", "upper critical", "upper non-recoverable", "sensor degraded",
+    "sensor fail",
     "expelled",
     "lease expired", "lease has expired", "reset is required", "need reset", "needs reset",
     "need a reset", "needs a reset", "deleted", "allocation expired", "allocation has expired",
