@@ -98,3 +98,17 @@ HEALTHY = {
 def test_healthy_stays_no_failure(tmp_path: Path, name: str) -> None:
     verdict = _verdict(tmp_path, HEALTHY[name])
     assert verdict.kind is Kind.NONE, (name, verdict.category, verdict.basis)
+
+
+def test_a_controller_record_names_its_subsystem_by_message_id(tmp_path: Path) -> None:
+    # (retraining the learned layer with batch11 moved the written reference record
+    # hw_idrac_cpu0000 to the scheduler; the record's own id names the part)
+    verdict = _verdict(
+        tmp_path,
+        "Severity: Critical\nMessage ID: MEM0001\nMessage: Multi-bit memory errors detected.\n",
+    )
+    assert verdict.category is Category.NODE_HARDWARE, verdict.basis
+    quiet = _verdict(
+        tmp_path, "Severity: Informational\nMessage ID: PSU0800\nMessage: PSU 1 is present.\n"
+    )
+    assert quiet.kind is Kind.NONE, quiet.basis

@@ -88,7 +88,7 @@ FAST_WORDS = (
     "lease expired", "lease has expired", "reset is required", "need reset", "needs reset",
     "need a reset", "needs a reset", "deleted", "allocation expired", "allocation has expired",
     "state=", "revoked", "no such device", "pending page", "double bit ecc", "link detected",
-    "health_err", "degraded data", "pending",
+    "health_err", "degraded data", "pending", "message id", "messageid",
 )  # fmt: skip
 _FAST = re.compile(trie_pattern(FAST_WORDS).encode())
 # A level word at the start of the message, or a glog/absl "W...  file.cc:12]" stamp.
@@ -166,6 +166,12 @@ _NOT_FAILURE = re.compile(
 # Traceback frames, C++ frames, rich panels, and "#" comment lines (benchmark table headers
 # such as nccl-tests' "... busbw  error" column row).
 _FRAME = re.compile(r'^\s*(?:File "|frame #\d+:|at \S+\(|#\d+ 0x|\d+ │|│|#)')
+# A management controller's event record printed as fields (Dell iDRAC / Lifecycle log):
+# its "Message ID" names the server's subsystem by prefix (CPU0000, MEM0001, PSU0003, FAN0001,
+# TMP0120...), and is failure evidence when the record's own severity line said so just before.
+_RECORD_SEVERITY = re.compile(r"^\s*Severity\s*:\s*(?:Critical|Error|Fatal|Failure)\b", re.I)
+_RECORD_ID = re.compile(r"^\s*Message ?ID\s*:\s*[A-Z]{2,4}\d{3,4}\b")
+RECORD_FIELDS = 3  # lines between a record's severity and its id
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,21 +202,27 @@ def is_failure_text(body: str) -> bool:
 class EvidenceCollector:
     """Feed the lines the gate let through (``may_be_evidence``); ``lines()`` at the end."""
 
-    __slots__ = ("_head", "_source", "_tail", "count")
+    __slots__ = ("_head", "_severe_at", "_source", "_tail", "count")
 
     def __init__(self, source: str) -> None:
         self._source = source
         self._head: list[EvidenceLine] = []
         self._tail: deque[EvidenceLine] = deque(maxlen=TAIL)
         self.count = 0
+        self._severe_at = -RECORD_FIELDS - 1  # the last record severity line that said failure
 
     def feed(
         self, line_no: int, body: str, reports: int = 0, prefix: str = "", rows: int = 0
     ) -> None:
         """``body`` is the message after the line ``prefix``; ``reports`` the progress lines
         and ``rows`` the result-table rows seen so far in the file."""
-        if _QUIET_PREFIX.search(prefix) or not is_failure_text(body):
+        record_id = (
+            line_no - self._severe_at <= RECORD_FIELDS and _RECORD_ID.match(body) is not None
+        )
+        if not record_id and (_QUIET_PREFIX.search(prefix) or not is_failure_text(body)):
             return
+        if _RECORD_SEVERITY.match(body):
+            self._severe_at = line_no
         self.count += 1
         item = EvidenceLine(self._source, line_no, body.strip()[:MAX_TEXT], reports, rows)
         if len(self._head) < HEAD:
