@@ -25,6 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="leave one DIR out at a time: the rule layers against the rule layers plus the "
         "learned evidence layer trained on the other DIRs only",
     )
+    parser.add_argument(
+        "--first-sight",
+        action="store_true",
+        help="pool the first-sight tables recorded under DIR (DIR/first_sight.toml names each "
+        "batch's): accuracy and reliability on logs the attribution had never seen",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,6 +38,11 @@ def run(args: argparse.Namespace) -> int:
     for corpus in corpora:
         if not corpus.is_dir():
             raise InputError(f"{corpus}: not a directory")
+    if args.first_sight:
+        from trainmedic.offline.first_sight import format_first_sight, load
+
+        print(format_first_sight([b for corpus in corpora for b in load(corpus)]))
+        return 0
     if args.crossval:
         from trainmedic.offline.crossval import crossvalidate, format_crossval
         from trainmedic.offline.train_evidence import load_corpus

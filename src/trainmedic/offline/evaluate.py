@@ -228,9 +228,20 @@ _SAFETY_TEXT = {
 }
 
 
-def _pct(rate: Rate) -> str:
+def format_rate(rate: Rate) -> str:
     hit, total = rate
     return f"{hit}/{total} = {100.0 * hit / total:.1f}%" if total else "n/a"
+
+
+def format_reliability(bins: Sequence[CalibrationBin]) -> list[str]:
+    """The reliability table's lines: one per confidence bin."""
+    out = ["  confidence   verdicts  right  accuracy  mean confidence"]
+    for b in bins:
+        out.append(
+            f"  [{b.low:.2f}, {b.high:.2f})  {b.count:>6}  {b.right:>5}  "
+            + (f"{b.accuracy:>7.1%}  {b.mean_confidence:>15.2f}" if b.count else "      -")
+        )
+    return out
 
 
 def format_summary(data: Summary) -> str:
@@ -248,7 +259,7 @@ def format_summary(data: Summary) -> str:
     out.append("")
     out.append("per-category recall (by label):")
     for cat, rate in data.per_category.items():
-        out.append(f"  {cat:<17} {_pct(rate)}")
+        out.append(f"  {cat:<17} {format_rate(rate)}")
     out.append("")
     used = [
         c
@@ -262,16 +273,11 @@ def format_summary(data: Summary) -> str:
             out.append(f"  {row:<16}" + " ".join(f"{counts[c]:>8}" for c in used))
     out.append("")
     out.append("reliability (verdicts that found a failure, by their confidence):")
-    out.append("  confidence   verdicts  right  accuracy  mean confidence")
-    for b in data.calibration:
-        out.append(
-            f"  [{b.low:.2f}, {b.high:.2f})  {b.count:>6}  {b.right:>5}  "
-            + (f"{b.accuracy:>7.1%}  {b.mean_confidence:>15.2f}" if b.count else "      -")
-        )
+    out.extend(format_reliability(data.calibration))
     out.append("")
     for name, count in (data.safety or {}).items():
         out.append(f"safety: {_SAFETY_TEXT.get(name, name)}: {count}")
-    out.append(f"category accuracy, high+medium labels: {_pct(data.high_medium)}")
-    out.append(f"category accuracy, all labels:         {_pct(data.overall)}")
-    out.append(f"kind accuracy (loose), all labels:     {_pct(data.kind)}")
+    out.append(f"category accuracy, high+medium labels: {format_rate(data.high_medium)}")
+    out.append(f"category accuracy, all labels:         {format_rate(data.overall)}")
+    out.append(f"kind accuracy (loose), all labels:     {format_rate(data.kind)}")
     return "\n".join(out)
