@@ -52,6 +52,11 @@ FAILURES: dict[str, tuple[str, Category, float]] = {
         Category.SYSTEM_SOFTWARE,
         0.45,
     ),
+    "smu_not_answering_is_a_gpu_guess": (
+        "[ 5.1] amdgpu 0000:43:00.0: amdgpu: SMU: response timed out for msg 0x26\n",
+        Category.GPU_HARDWARE,
+        0.45,
+    ),
     "segfault_in_nccl_library": (
         "step 40 loss 1.9\n"
         "kernel: python3[20211]: segfault at 0 ip 00007f11 sp 00007ffe error 6 in "
