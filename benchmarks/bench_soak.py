@@ -37,7 +37,7 @@ from pathlib import Path
 
 from soak_load import FILES_PER_JOB, bare_read_cpu, follower_cpu, log_path, schedule, writer
 from trainmedic.core.model import Kind
-from trainmedic.core.observations import Observation, Progress
+from trainmedic.core.observations import Observation, Progress, ProgressRun
 from trainmedic.core.states import JobState
 from trainmedic.schedulers.fake import FakeScheduler
 from trainmedic.service.config.sections import Config, ServiceConfig
@@ -87,8 +87,10 @@ def main() -> None:
 
         def counting(observations: list[Observation], now: float) -> None:
             for obs in observations:
-                if isinstance(obs, Progress):
-                    seen[obs.job_id] = seen.get(obs.job_id, 0) + 1
+                # A run stands for that many lines, each read and found a progress line.
+                if isinstance(obs, Progress | ProgressRun):
+                    lines = len(obs) if isinstance(obs, ProgressRun) else 1
+                    seen[obs.job_id] = seen.get(obs.job_id, 0) + lines
             observe(observations, now)
 
         service.engine.observe_all = counting  # type: ignore[method-assign]

@@ -14,6 +14,9 @@
   from its prefix: the engine scans each job log whole, as ``analyze`` scans a file (its
   progress facts count the steps, a loose step format may match an error line);
 * each line of a JSONL progress file -> ``Progress``;
+* with ``runs``, consecutive plain progress lines of one rank (``logparse.plain``: the
+  trainer's step line, read by one regex) -> one ``ProgressRun``, which stands for the
+  ``Progress`` and ``LogLine`` of each of them (the general path reads the rest);
 * a file that cannot be read -> one ``SourceStale`` per disappearance, and a
   ``SourceRecovered`` when it can be read again.
 
@@ -36,6 +39,7 @@ from datetime import tzinfo
 from trainmedic.core.errors import ConfigError
 from trainmedic.core.logparse.checkpoint import parse_checkpoint
 from trainmedic.core.logparse.declared import compile_progress_regex, parse_declared
+from trainmedic.core.logparse.plain import PlainStep, parse_plain
 from trainmedic.core.logparse.prefix import parse_prefix
 from trainmedic.core.logparse.progress import ProgressLine, parse_progress, parse_progress_json
 from trainmedic.core.model import EvidenceSource
@@ -44,17 +48,19 @@ from trainmedic.core.observations import (
     LogLine,
     Observation,
     Progress,
+    ProgressRun,
     SourceRecovered,
     SourceStale,
 )
 from trainmedic.sources.follower import FollowedLine, LogFollower
-from trainmedic.sources.lines import Clock, DirectoryScan, followed_time
-from trainmedic.sources.offsets import OffsetBook
+from trainmedic.sources.lines import Clock, DirectoryScan, followed_time, line_time
+from trainmedic.sources.offsets import LineOrigin, OffsetBook
 
 _NODE_KV = re.compile(r"node=(\S+)\s*")
 _CKPT_BEGIN = re.compile(r"\bcheckpoint begin iter=(\d{1,18})(?!\d)")  # fits the store
 _JSON_NODE = re.compile(r'"node"\s*:\s*"([^"]+)"')
 LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
+_MAX_KINDS = 256  # kinds of plain line checked against the general path, per source
 
 
 class JobLogSource:
@@ -70,12 +76,15 @@ class JobLogSource:
         tz: tzinfo | None = None,
         book: OffsetBook | None = None,
         progress_regex: str = "",
+        runs: bool = False,
     ) -> None:
         """``log_dirs``/``progress_dirs`` are scanned for new ``*.log|out|err|txt`` and
         ``*.jsonl`` files (per-rank files appear as the job starts). ``book``: resume where
         the service left each file; lines dated before its look-back window are no evidence.
         ``progress_regex`` was validated where it was declared; one that does not compile is
-        ignored here (the known formats are read)."""
+        ignored here (the known formats are read). ``runs``: plain progress lines come as
+        ``ProgressRun`` observations (the service's engine takes them; one object per run,
+        not two per line)."""
         self.job_id = job_id
         self._declared: re.Pattern[str] | None = None
         if progress_regex:
@@ -85,6 +94,10 @@ class JobLogSource:
                 self._declared = None
         self.lines_read = 0
         self.progress_lines = 0
+        self._runs = runs
+        # Kinds of plain line (PlainStep.kind) and whether the general path reads the first
+        # of them to the same observations: only then are such lines read as runs.
+        self._trusted: dict[tuple[int, str, bool, bool], bool] = {}
         self._clock = clock
         self._tz = tz
         self._book = book
@@ -119,16 +132,25 @@ class JobLogSource:
                 self.add_progress(found)
         out: list[Observation] = []
         now = self._clock()
+        runs = self._runs and self._declared is None
         for path, follower in self._logs.items():
-            for line in follower.poll():
-                self.lines_read += 1
-                self._log_line(path, line, now, out)
+            lines = follower.poll()
+            self.lines_read += len(lines)
+            if runs:
+                self._log_lines_as_runs(path, lines, now, out)
+            else:
+                for line in lines:
+                    self._log_line(path, line, now, out)
             self._stale(path, follower, now, out)
         for path, follower in self._progress.items():
             for line in follower.poll():
                 self._json_line(line, now, out)
             self._stale(path, follower, now, out)
-        self.progress_lines += sum(isinstance(o, Progress) for o in out)
+        self.progress_lines += sum(
+            len(o) if isinstance(o, ProgressRun) else 1
+            for o in out
+            if isinstance(o, Progress | ProgressRun)
+        )
         return out
 
     @property
@@ -190,6 +212,69 @@ class JobLogSource:
                 node=node,
                 rank=prefix.rank,
             )
+        )
+
+    def _log_lines_as_runs(
+        self, path: str, lines: list[FollowedLine], now: float, out: list[Observation]
+    ) -> None:
+        """``_log_line`` for each line, but consecutive plain progress lines of one kind (read
+        as written, numbered one after the other) make one ``ProgressRun``."""
+        run: list[tuple[FollowedLine, PlainStep]] = []
+        kind: tuple[int, str, bool, bool] | None = None
+        for line in lines:
+            step = parse_plain(line.text) if line.origin is LineOrigin.LIVE else None
+            if step is not None and not self._trust(path, line, step, now):
+                step = None
+            if run and (
+                step is None or step.kind != kind or line.line_no != run[-1][0].line_no + 1
+            ):
+                out.append(self._run(path, run, now))
+                run = []
+            if step is None:
+                self._log_line(path, line, now, out)
+                continue
+            kind = step.kind
+            run.append((line, step))
+        if run:
+            out.append(self._run(path, run, now))
+
+    def _trust(self, path: str, line: FollowedLine, step: PlainStep, now: float) -> bool:
+        """Whether lines of ``step``'s kind may be read as runs: the general path reads this
+        one (the first of its kind) to exactly what its run says."""
+        trusted = self._trusted.get(step.kind)
+        if trusted is None:
+            general: list[Observation] = []
+            self._log_line(path, line, now, general)
+            trusted = general == self._run(path, [(line, step)], now).expand()
+            if len(self._trusted) >= _MAX_KINDS:
+                self._trusted.clear()
+            self._trusted[step.kind] = trusted
+        return trusted
+
+    def _run(self, path: str, run: list[tuple[FollowedLine, PlainStep]], now: float) -> ProgressRun:
+        steps = [step for _, step in run]
+        first = steps[0]
+        paired = first.compute_time is not None
+        return ProgressRun(
+            job_id=self.job_id,
+            path=path,
+            rank=first.rank,
+            node=first.node,
+            received=now,
+            first_line_no=run[0][0].line_no,
+            texts=tuple(line.text for line, _ in run),
+            times=tuple(line_time(s.stamp, now) for s in steps),
+            stamps=tuple(s.stamp for s in steps),
+            iterations=tuple(s.iteration for s in steps),
+            losses=tuple(s.loss for s in steps),
+            step_times=tuple(s.step_time for s in steps),
+            compute_times=tuple(s.compute_time or 0.0 for s in steps) if paired else None,
+            wait_times=tuple(s.wait_time or 0.0 for s in steps) if paired else None,
+            samples_per_s=(
+                tuple(s.samples_per_s or 0.0 for s in steps)
+                if first.samples_per_s is not None
+                else None
+            ),
         )
 
     def _json_line(self, line: FollowedLine, now: float, out: list[Observation]) -> None:

@@ -27,6 +27,9 @@ from dataclasses import dataclass
 from trainmedic.core.logparse.prefix import parse_prefix
 from trainmedic.core.logparse.progress import parse_progress
 
+Parsed = tuple[int, float, float | None, float | None]
+"""A progress line's (iteration, loss, printed stamp, step time): its ``Point`` but the line."""
+
 MAX_POINTS = 256
 LAST_POINTS = 64
 MAX_RUNNING = 256
@@ -215,8 +218,10 @@ class TimelineTracker:
 
     def __init__(self) -> None:
         self._points: list[Point] = []
-        self._pending: list[tuple[int, str]] = []  # kept candidates not parsed yet, in order
-        self._last: deque[tuple[int, str]] = deque(maxlen=LAST_POINTS)
+        # Kept candidates not parsed yet, in order; with their values when the caller read
+        # them already (a plain progress line: ``Parsed``), else None.
+        self._pending: list[tuple[int, str, Parsed | None]] = []
+        self._last: deque[tuple[int, str, Parsed | None]] = deque(maxlen=LAST_POINTS)
         self._running: deque[tuple[int, float | None]] = deque(maxlen=MAX_RUNNING)
         self._finished: int | None = None
         self._connected = False
@@ -277,23 +282,22 @@ class TimelineTracker:
             if _ALLOC_GRANT.search(text):
                 self._alloc_granted = line_no
 
-    def candidate(self, line_no: int, text: str) -> None:
+    def candidate(self, line_no: int, text: str, parsed: Parsed | None = None) -> None:
+        """``parsed``: the line's point as ``_point`` would read it, when known already."""
         self._seen += 1
-        if len(self._last) == LAST_POINTS:
-            old_line, old_text = self._last[0]
-            if (self._seen - LAST_POINTS) % self._stride == 0:
-                self._pending.append((old_line, old_text))
-                if len(self._points) + len(self._pending) >= MAX_POINTS:
-                    self._parse_pending()  # the parses may halve the points and the stride
-        self._last.append((line_no, text))
+        if len(self._last) == LAST_POINTS and (self._seen - LAST_POINTS) % self._stride == 0:
+            self._pending.append(self._last[0])
+            if len(self._points) + len(self._pending) >= MAX_POINTS:
+                self._parse_pending()  # the parses may halve the points and the stride
+        self._last.append((line_no, text, parsed))
 
     def _parse_pending(self) -> None:
         pending, self._pending = self._pending, []
-        for line_no, text in pending:
-            self._keep(line_no, text)
+        for line_no, text, parsed in pending:
+            self._keep(line_no, text, parsed)
 
-    def _keep(self, line_no: int, text: str) -> None:
-        point = _point(line_no, text)
+    def _keep(self, line_no: int, text: str, parsed: Parsed | None) -> None:
+        point = _point(line_no, text) if parsed is None else Point(line_no, *parsed)
         if point is None:
             return
         self._points.append(point)
@@ -303,7 +307,11 @@ class TimelineTracker:
 
     def timeline(self, lines: int, source: str = "") -> Timeline:
         self._parse_pending()
-        tail = [p for p in (_point(n, t) for n, t in self._last) if p is not None]
+        tail = [
+            p
+            for p in (_point(n, t) if k is None else Point(n, *k) for n, t, k in self._last)
+            if p is not None
+        ]
         return Timeline(
             points=(*self._points, *tail),
             running=tuple(self._running),
