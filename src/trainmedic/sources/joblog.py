@@ -219,40 +219,55 @@ class JobLogSource:
     ) -> None:
         """``_log_line`` for each line, but consecutive plain progress lines of one kind (read
         as written, numbered one after the other) make one ``ProgressRun``."""
-        run: list[tuple[FollowedLine, PlainStep]] = []
+        run: list[tuple[FollowedLine, PlainStep, float]] = []
         kind: tuple[int, str, bool, bool] | None = None
         for line in lines:
-            step = parse_plain(line.text) if line.origin is LineOrigin.LIVE else None
-            if step is not None and not self._trust(path, line, step, now):
-                step = None
+            step = parse_plain(line.text)
+            t = None if step is None else self._plain_time(line, step, now)
+            if step is not None and t is not None and not self._trust(path, line, step, t, now):
+                t = None  # a kind of line the general path reads otherwise
             if run and (
-                step is None or step.kind != kind or line.line_no != run[-1][0].line_no + 1
+                step is None
+                or t is None
+                or step.kind != kind
+                or line.line_no != run[-1][0].line_no + 1
             ):
                 out.append(self._run(path, run, now))
                 run = []
-            if step is None:
+            if step is None or t is None:
                 self._log_line(path, line, now, out)
                 continue
             kind = step.kind
-            run.append((line, step))
+            run.append((line, step, t))
         if run:
             out.append(self._run(path, run, now))
 
-    def _trust(self, path: str, line: FollowedLine, step: PlainStep, now: float) -> bool:
+    def _plain_time(self, line: FollowedLine, step: PlainStep, now: float) -> float | None:
+        """A plain line's time as ``_log_line`` dates it; None for history (a line of a
+        file's backlog dated before the look-back window: no evidence, read by the general
+        path)."""
+        if line.origin is LineOrigin.LIVE:
+            return line_time(step.stamp, now)
+        return followed_time(line, step.stamp, now, self._window_start, undated_backlog=True)
+
+    def _trust(self, path: str, line: FollowedLine, step: PlainStep, t: float, now: float) -> bool:
         """Whether lines of ``step``'s kind may be read as runs: the general path reads this
         one (the first of its kind) to exactly what its run says."""
         trusted = self._trusted.get(step.kind)
         if trusted is None:
             general: list[Observation] = []
             self._log_line(path, line, now, general)
-            trusted = general == self._run(path, [(line, step)], now).expand()
+            trusted = general == self._run(path, [(line, step, t)], now).expand()
             if len(self._trusted) >= _MAX_KINDS:
                 self._trusted.clear()
             self._trusted[step.kind] = trusted
         return trusted
 
-    def _run(self, path: str, run: list[tuple[FollowedLine, PlainStep]], now: float) -> ProgressRun:
-        steps = [step for _, step in run]
+    def _run(
+        self, path: str, run: list[tuple[FollowedLine, PlainStep, float]], now: float
+    ) -> ProgressRun:
+        """``run``: each line, as ``parse_plain`` reads it, and its time."""
+        steps = [step for _, step, _ in run]
         first = steps[0]
         paired = first.compute_time is not None
         return ProgressRun(
@@ -262,8 +277,8 @@ class JobLogSource:
             node=first.node,
             received=now,
             first_line_no=run[0][0].line_no,
-            texts=tuple(line.text for line, _ in run),
-            times=tuple(line_time(s.stamp, now) for s in steps),
+            texts=tuple(line.text for line, _, _ in run),
+            times=tuple(t for _, _, t in run),
             stamps=tuple(s.stamp for s in steps),
             iterations=tuple(s.iteration for s in steps),
             losses=tuple(s.loss for s in steps),
