@@ -240,6 +240,8 @@ class LogFollower:
 
     def _split(self, chunk: bytes, base: int, out: list[FollowedLine]) -> None:
         """``base``: the file offset of ``chunk[0]``."""
+        if self._split_plain(chunk, base, out):
+            return
         start = 0
         while True:
             if self._after_cr:
@@ -282,6 +284,42 @@ class LogFollower:
                 self._emit(out, base + end)
             start = after
             self._line_start = base + start
+
+    def _split_plain(self, chunk: bytes, base: int, out: list[FollowedLine]) -> bool:
+        """``_split`` of the common chunk, at C speed: ``\n`` line ends only, no line over the
+        cap, all of its lines new (or all backlog), nothing to drop first. False (nothing
+        done) for any other chunk, which ``_split`` reads byte by byte."""
+        last = chunk.rfind(b"\n")
+        if last < 0 or self._after_cr or self._discard or self._overlong or b"\r" in chunk:
+            return False
+        pieces = chunk[:last].split(b"\n")
+        room = self._max_line
+        rest = len(chunk) - last - 1
+        if len(self._partial) + len(pieces[0]) > room or rest > room:
+            return False
+        if len(pieces) > 1 and max(map(len, pieces)) > room:
+            return False
+        backlog_until = self._origin.backlog_until
+        first_end = base + len(pieces[0])
+        backlog = base + last < backlog_until
+        if not backlog and first_end < backlog_until:
+            return False  # the backlog ends inside the chunk
+        self._partial += pieces[0]
+        pieces[0] = bytes(self._partial)
+        first = self._line_no + 1
+        if backlog:
+            written_by = self._origin.written_by
+            for number, piece in enumerate(pieces, first):
+                text = piece.decode("utf-8", errors="replace")
+                out.append(FollowedLine(number, text, LineOrigin.BACKLOG, written_by))
+        else:
+            for number, piece in enumerate(pieces, first):
+                out.append(FollowedLine(number, piece.decode("utf-8", errors="replace")))
+        self._line_no += len(pieces)
+        self._partial.clear()
+        self._partial += chunk[last + 1 :]
+        self._line_start = base + last + 1
+        return True
 
     def _emit(self, out: list[FollowedLine], end: int) -> None:
         """``end``: the file offset where the line ends (its newline)."""
