@@ -431,9 +431,7 @@ class LineScanner:
                 widths[width] = widths.get(width, 0) + 1
         self.out.reports_now = progress.reports
         if (plain - 1) & _PROGRESS:
-            candidate = self._timeline.candidate
-            for i, text in enumerate(texts):
-                candidate(first + i, text, parsed[i])
+            self._timeline.candidates(first, texts, parsed)
         ring, cut = self._ring, self._window_chars
         keep = n if ring.maxlen is None else min(n, ring.maxlen)
         ring.extend((first + i, texts[i][:cut]) for i in range(n - keep, n))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import re
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from trainmedic.core.logparse.prefix import parse_prefix
@@ -290,6 +291,39 @@ class TimelineTracker:
             if len(self._points) + len(self._pending) >= MAX_POINTS:
                 self._parse_pending()  # the parses may halve the points and the stride
         self._last.append((line_no, text, parsed))
+
+    def candidates(
+        self, first_line: int, texts: Sequence[str], parsed: Sequence[Parsed | None]
+    ) -> None:
+        """``candidate`` of consecutive lines (numbered from ``first_line``), at the cost of
+        the few it keeps: once the last ``LAST_POINTS`` are held, candidate ``j`` of them
+        pushes out the ``j``-th of (those held, then these), which is kept when its count
+        falls on the stride; only those are visited (the stride can grow as they are)."""
+        n, i = len(texts), 0
+        while i < n and len(self._last) < LAST_POINTS:
+            self.candidate(first_line + i, texts[i], parsed[i])
+            i += 1
+        if i == n:
+            return
+        held = list(self._last)
+        start, m, seen = first_line + i - len(held), n - i, self._seen
+
+        def item(j: int) -> tuple[int, str, Parsed | None]:
+            if j < len(held):
+                return held[j]
+            k = i + j - len(held)
+            return (start + j, texts[k], parsed[k])
+
+        j = -(seen + 1 - LAST_POINTS) % self._stride
+        while j < m:
+            self._pending.append(item(j))
+            if len(self._points) + len(self._pending) >= MAX_POINTS:
+                self._parse_pending()  # the parses may halve the points and the stride
+            j += 1
+            j += -(seen + j + 1 - LAST_POINTS) % self._stride
+        self._seen = seen + m
+        total = len(held) + m
+        self._last = deque((item(j) for j in range(total - LAST_POINTS, total)), LAST_POINTS)
 
     def _parse_pending(self) -> None:
         pending, self._pending = self._pending, []
