@@ -30,6 +30,7 @@ are read in ``tz`` (the service's ``[detect] log_timezone``; None: UTC).
 
 from __future__ import annotations
 
+import operator
 import os
 import re
 import time
@@ -39,7 +40,7 @@ from datetime import tzinfo
 from trainmedic.core.errors import ConfigError
 from trainmedic.core.logparse.checkpoint import parse_checkpoint
 from trainmedic.core.logparse.declared import compile_progress_regex, parse_declared
-from trainmedic.core.logparse.plain import PlainStep, parse_plain
+from trainmedic.core.logparse.plain import Kind, PlainStep, parse_plain
 from trainmedic.core.logparse.prefix import parse_prefix
 from trainmedic.core.logparse.progress import ProgressLine, parse_progress, parse_progress_json
 from trainmedic.core.model import EvidenceSource
@@ -60,6 +61,7 @@ _NODE_KV = re.compile(r"node=(\S+)\s*")
 _CKPT_BEGIN = re.compile(r"\bcheckpoint begin iter=(\d{1,18})(?!\d)")  # fits the store
 _JSON_NODE = re.compile(r'"node"\s*:\s*"([^"]+)"')
 LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
+_TEXT = operator.attrgetter("text")
 _MAX_KINDS = 256  # kinds of plain line checked against the general path, per source
 
 
@@ -97,7 +99,7 @@ class JobLogSource:
         self._runs = runs
         # Kinds of plain line (PlainStep.kind) and whether the general path reads the first
         # of them to the same observations: only then are such lines read as runs.
-        self._trusted: dict[tuple[int, str, bool, bool], bool] = {}
+        self._trusted: dict[Kind, bool] = {}
         self._clock = clock
         self._tz = tz
         self._book = book
@@ -219,36 +221,44 @@ class JobLogSource:
     ) -> None:
         """``_log_line`` for each line, but consecutive plain progress lines of one kind (read
         as written, numbered one after the other) make one ``ProgressRun``."""
-        run: list[tuple[FollowedLine, PlainStep, float]] = []
-        kind: tuple[int, str, bool, bool] | None = None
+        run: list[FollowedLine] = []
+        steps: list[PlainStep] = []
+        times: list[float] = []
+        kind: Kind | None = None
+        trusted = self._trusted
         for line in lines:
             step = parse_plain(line.text)
-            t = None if step is None else self._plain_time(line, step, now)
-            if step is not None and t is not None and not self._trust(path, line, step, t, now):
-                t = None  # a kind of line the general path reads otherwise
+            t: float | None = None
+            if step is not None:
+                if line.origin is LineOrigin.LIVE:
+                    t = line_time(step.stamp, now)
+                else:  # a file's backlog: history (None) before the look-back window
+                    t = followed_time(
+                        line, step.stamp, now, self._window_start, undated_backlog=True
+                    )
+                if (
+                    t is not None
+                    and not trusted.get(step.kind)
+                    and not self._trust(path, line, step, t, now)
+                ):
+                    t = None  # a kind of line the general path reads otherwise
             if run and (
                 step is None
                 or t is None
                 or step.kind != kind
-                or line.line_no != run[-1][0].line_no + 1
+                or line.line_no != run[-1].line_no + 1
             ):
-                out.append(self._run(path, run, now))
-                run = []
+                out.append(self._run(path, run, steps, times, now))
+                run, steps, times = [], [], []
             if step is None or t is None:
                 self._log_line(path, line, now, out)
                 continue
             kind = step.kind
-            run.append((line, step, t))
+            run.append(line)
+            steps.append(step)
+            times.append(t)
         if run:
-            out.append(self._run(path, run, now))
-
-    def _plain_time(self, line: FollowedLine, step: PlainStep, now: float) -> float | None:
-        """A plain line's time as ``_log_line`` dates it; None for history (a line of a
-        file's backlog dated before the look-back window: no evidence, read by the general
-        path)."""
-        if line.origin is LineOrigin.LIVE:
-            return line_time(step.stamp, now)
-        return followed_time(line, step.stamp, now, self._window_start, undated_backlog=True)
+            out.append(self._run(path, run, steps, times, now))
 
     def _trust(self, path: str, line: FollowedLine, step: PlainStep, t: float, now: float) -> bool:
         """Whether lines of ``step``'s kind may be read as runs: the general path reads this
@@ -257,39 +267,41 @@ class JobLogSource:
         if trusted is None:
             general: list[Observation] = []
             self._log_line(path, line, now, general)
-            trusted = general == self._run(path, [(line, step, t)], now).expand()
+            trusted = general == self._run(path, [line], [step], [t], now).expand()
             if len(self._trusted) >= _MAX_KINDS:
                 self._trusted.clear()
             self._trusted[step.kind] = trusted
         return trusted
 
     def _run(
-        self, path: str, run: list[tuple[FollowedLine, PlainStep, float]], now: float
+        self,
+        path: str,
+        lines: list[FollowedLine],
+        steps: list[PlainStep],
+        times: list[float],
+        now: float,
     ) -> ProgressRun:
-        """``run``: each line, as ``parse_plain`` reads it, and its time."""
-        steps = [step for _, step, _ in run]
+        """A run of ``lines``, as ``parse_plain`` read them (``steps``), at ``times``."""
         first = steps[0]
-        paired = first.compute_time is not None
+        # One column per PlainStep field (stamp, rank, node, iteration, loss, step_time,
+        # compute_time, wait_time, samples_per_s, kind), transposed at C speed.
+        columns = list(zip(*steps, strict=True))
         return ProgressRun(
             job_id=self.job_id,
             path=path,
             rank=first.rank,
             node=first.node,
             received=now,
-            first_line_no=run[0][0].line_no,
-            texts=tuple(line.text for line, _, _ in run),
-            times=tuple(t for _, _, t in run),
-            stamps=tuple(s.stamp for s in steps),
-            iterations=tuple(s.iteration for s in steps),
-            losses=tuple(s.loss for s in steps),
-            step_times=tuple(s.step_time for s in steps),
-            compute_times=tuple(s.compute_time or 0.0 for s in steps) if paired else None,
-            wait_times=tuple(s.wait_time or 0.0 for s in steps) if paired else None,
-            samples_per_s=(
-                tuple(s.samples_per_s or 0.0 for s in steps)
-                if first.samples_per_s is not None
-                else None
-            ),
+            first_line_no=lines[0].line_no,
+            texts=tuple(map(_TEXT, lines)),
+            times=tuple(times),
+            stamps=columns[0],
+            iterations=columns[3],
+            losses=columns[4],
+            step_times=columns[5],
+            compute_times=None if first.compute_time is None else columns[6],
+            wait_times=None if first.compute_time is None else columns[7],
+            samples_per_s=None if first.samples_per_s is None else columns[8],
         )
 
     def _json_line(self, line: FollowedLine, now: float, out: list[Observation]) -> None:

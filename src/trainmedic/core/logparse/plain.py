@@ -22,13 +22,19 @@ from typing import NamedTuple
 from trainmedic.core.logparse.prefix import iso_seconds
 
 PLAIN = re.compile(
-    r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{1,9})Z"
+    r"((\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d))\.(\d{1,9})Z"
     r" \[rank(\d{1,6})\] node=([A-Za-z][A-Za-z0-9_.-]{0,62})"
     r" iter=(\d{1,15}) loss=(\d{1,12}\.\d{1,12}) step_s=(\d{1,12}\.\d{1,12})"
     r"(?: compute_s=(\d{1,12}\.\d{1,12}) wait_s=(\d{1,12}\.\d{1,12}))?"
     r"(?: samples_per_s=(\d{1,12}\.\d{1,12}))?"
 )
 """The whole line (``fullmatch``): bounded numbers, so every value is finite and small."""
+
+Kind = tuple[str, str, bool, bool]
+"""(rank digits, node, with compute/wait, with samples/s): lines of one kind have one shape
+(the same text but for digits)."""
+
+_SECONDS: dict[str, float | None] = {}  # "YYYY-MM-DDTHH:MM:SS" -> its time: a log's lines share it
 
 
 class PlainStep(NamedTuple):
@@ -41,11 +47,7 @@ class PlainStep(NamedTuple):
     compute_time: float | None
     wait_time: float | None
     samples_per_s: float | None
-
-    @property
-    def kind(self) -> tuple[int, str, bool, bool]:
-        """Lines of one kind have one shape (the same text but for digits)."""
-        return (self.rank, self.node, self.compute_time is None, self.samples_per_s is None)
+    kind: Kind
 
 
 def parse_plain(text: str) -> PlainStep | None:
@@ -53,18 +55,23 @@ def parse_plain(text: str) -> PlainStep | None:
     if m is None:
         return None
     g = m.groups()
-    stamp = iso_seconds(g[0], g[1], g[2], g[3], g[4], g[5])
-    if stamp is None:
+    second = _SECONDS.get(g[0], -1.0)
+    if second == -1.0:
+        if len(_SECONDS) >= 4096:
+            _SECONDS.clear()
+        second = _SECONDS[g[0]] = iso_seconds(g[1], g[2], g[3], g[4], g[5], g[6])
+    if second is None:
         return None  # not a date (month 13): the general path decides what it is
-    compute, wait, rate = g[12], g[13], g[14]
+    compute, wait, rate = g[13], g[14], g[15]
     return PlainStep(
-        stamp + float("0." + g[6]),
-        int(g[7]),
-        g[8],
-        int(g[9]),
-        float(g[10]),
+        second + float("0." + g[7]),
+        int(g[8]),
+        g[9],
+        int(g[10]),
         float(g[11]),
+        float(g[12]),
         None if compute is None else float(compute),
         None if wait is None else float(wait),
         None if rate is None else float(rate),
+        (g[8], g[9], compute is None, rate is None),
     )
