@@ -305,7 +305,7 @@ class TimelineTracker:
             i += 1
         if i == n:
             return
-        held = list(self._last)
+        held = self._last  # read as it is until the end, then extended
         start, m, seen = first_line + i - len(held), n - i, self._seen
 
         def item(j: int) -> tuple[int, str, Parsed | None]:
@@ -323,7 +323,7 @@ class TimelineTracker:
             j += -(seen + j + 1 - LAST_POINTS) % self._stride
         self._seen = seen + m
         total = len(held) + m
-        self._last = deque((item(j) for j in range(total - LAST_POINTS, total)), LAST_POINTS)
+        held.extend(item(j) for j in range(max(len(held), total - LAST_POINTS), total))
 
     def _parse_pending(self) -> None:
         pending, self._pending = self._pending, []
