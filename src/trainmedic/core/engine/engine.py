@@ -37,6 +37,7 @@ from trainmedic.core.engine.signals import (
     verdict_for_anomaly,
 )
 from trainmedic.core.engine.track import (
+    BACKLOG_READ_S,
     MAX_NODE_EVENTS,
     NODE_EVIDENCE_LOOKBACK_S,
     ON_ITS_NODES,
@@ -285,10 +286,12 @@ class Engine:
         track = self._jobs.get(run.job_id)
         if track is None:
             return
-        started = track.attempt_started
-        if track.met_at is not None or (
-            started is not None and min(run.times) < started - NODE_EVIDENCE_LOOKBACK_S
-        ):
+        started, met, oldest = track.attempt_started, track.met_at, min(run.times)
+        if (started is not None and oldest < started - NODE_EVIDENCE_LOOKBACK_S) or (
+            met is not None
+            and run.received <= met + BACKLOG_READ_S
+            and oldest < met - NODE_EVIDENCE_LOOKBACK_S
+        ):  # some line predates the attempt, or may be read again (JobTrack.read_again)
             for obs in run.expand():
                 self.observe(obs, now)
             return

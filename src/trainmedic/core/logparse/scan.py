@@ -56,28 +56,28 @@ _PLAIN_STEP = 1 << 10  # (LineScanner._plain_shape) a line the progress tracker 
 # line with one is fed on its own (restart, bar, traceback, torchrun table, checkpoint, init,
 # NCCL, and what would make a step candidate "not a step").
 _PLAIN_NEVER = (
-    "\x00",
-    "\x1b",
-    "Epoch ",
-    "Training: ",
-    TRACEBACK_START,
-    'File "',
-    "exitcode",
-    "Root Cause",
-    "Failures:",
-    "heckpoint",
-    "global_step",
-    "aving model",
-    "ckpt",
-    "event=",
-    "processes registered",
-    "Init COMPLETE",
-    "nitializing distributed",
-    "store-based barrier",
-    "NCCL",
-    "rror",
-    "xception",
-    "%|",
+    b"\x00",
+    b"\x1b",
+    b"Epoch ",
+    b"Training: ",
+    TRACEBACK_START.encode(),
+    b'File "',
+    b"exitcode",
+    b"Root Cause",
+    b"Failures:",
+    b"heckpoint",
+    b"global_step",
+    b"aving model",
+    b"ckpt",
+    b"event=",
+    b"processes registered",
+    b"Init COMPLETE",
+    b"nitializing distributed",
+    b"store-based barrier",
+    b"NCCL",
+    b"rror",
+    b"xception",
+    b"%|",
 )
 _STEP_WORDS = ("iter", "step", "Iter", "Step")
 
@@ -201,6 +201,7 @@ class LineScanner:
         self._prev = ""
         self._text_seen = False  # a line with text came already (see the headless traceback)
         self._shapes: dict[bytes, int] = {}  # line shape -> which trackers want such lines
+        self._plain_shapes: dict[bytes, int] = {}  # line shape -> _plain_shape of such lines
         self._splitter = AttemptSplitter()
         self._new_attempt(None)
 
@@ -386,9 +387,19 @@ class LineScanner:
         other line. Every test here reads no digit, so it holds for the whole shape."""
         if len(text) > MAX_LINE or text[4:5] != "-" or not text[:4].isdigit():
             return 0  # only an ISO-date-led line is never the continuation of a wrapped one
-        if text[:5] == "[rank" or "loss" not in text or any(t in text for t in _PLAIN_NEVER):
-            return 0
+        if "loss" not in text:
+            return 0  # a step that reports its loss is never taken for a restart line
         shape = line_shape(text)
+        known = self._plain_shapes.get(shape)
+        if known is None:
+            known = self._plain_shapes[shape] = self._plain_verdict(shape, text)
+        return known
+
+    def _plain_verdict(self, shape: bytes, text: str) -> int:
+        if len(self._plain_shapes) >= _SHAPES:
+            self._plain_shapes.clear()
+        if any(t in shape for t in _PLAIN_NEVER):  # in the text, so in its shape too
+            return 0
         kinds = self._shapes.get(shape)
         if kinds is None:
             kinds = _kinds(text.encode("utf-8", "replace"), text, self._structured)
