@@ -13,10 +13,14 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trainmedic.sources.follower import FollowedLine, LogFollower
+from trainmedic.sources.follower import FollowedBlock, FollowedLine, LogFollower
 from trainmedic.sources.offsets import OffsetBook
 
 _PIECES = [
+    "é".encode(),
+    b"\xe2\x82\xac",
+    b"\xf0\x9f",
+    b"\xc3",
     b"a",
     b"iter=12 loss=0.5",
     b"\n",
@@ -30,7 +34,9 @@ _PIECES = [
 ]
 
 
-def _read(path: Path, writes: list[bytes], *, fast: bool, backlog: bytes) -> list[Any]:
+def _read(
+    path: Path, writes: list[bytes], *, fast: bool, backlog: bytes, blocks: bool = False
+) -> list[Any]:
     path.write_bytes(backlog)
     book = OffsetBook([], lookback_s=3600.0, clock=time.time)
     follower = LogFollower(path, max_line_bytes=24, max_read_bytes=50, book=book)
@@ -40,8 +46,10 @@ def _read(path: Path, writes: list[bytes], *, fast: bool, backlog: bytes) -> lis
     for data in [b"", *writes, b"", b""]:
         with path.open("ab") as f:
             f.write(data)
+        got = follower.poll_blocks() if blocks else follower.poll()
+        read = [y for x in got for y in (x.lines() if isinstance(x, FollowedBlock) else [x])]
         lines = [  # written_by: the file's mtime, which the two files do not share
-            (x.line_no, x.text, x.origin, x.written_by is None) for x in follower.poll()
+            (x.line_no, x.text, x.origin, x.written_by is None) for x in read
         ]
         seen.append((lines, follower._resume_at()))
     follower.close()
@@ -62,6 +70,7 @@ def test_the_chunk_fast_path_reads_what_the_byte_split_reads(
     fast = _read(tmp / "a.log", writes, fast=True, backlog=backlog)
     slow = _read(tmp / "b.log", writes, fast=False, backlog=backlog)
     assert fast == slow
+    assert _read(tmp / "c.log", writes, fast=True, backlog=backlog, blocks=True) == slow
 
 
 def test_plain_lines_take_the_fast_path(tmp_path: Path) -> None:

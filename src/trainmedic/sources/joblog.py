@@ -40,7 +40,13 @@ from datetime import tzinfo
 from trainmedic.core.errors import ConfigError
 from trainmedic.core.logparse.checkpoint import parse_checkpoint
 from trainmedic.core.logparse.declared import compile_progress_regex, parse_declared
-from trainmedic.core.logparse.plain import Kind, PlainStep, parse_plain
+from trainmedic.core.logparse.plain import (
+    Kind,
+    PlainColumns,
+    PlainStep,
+    parse_plain,
+    parse_plain_block,
+)
 from trainmedic.core.logparse.prefix import parse_prefix
 from trainmedic.core.logparse.progress import ProgressLine, parse_progress, parse_progress_json
 from trainmedic.core.model import EvidenceSource
@@ -53,8 +59,14 @@ from trainmedic.core.observations import (
     SourceRecovered,
     SourceStale,
 )
-from trainmedic.sources.follower import FollowedLine, LogFollower
-from trainmedic.sources.lines import Clock, DirectoryScan, followed_time, line_time
+from trainmedic.sources.follower import FollowedBlock, FollowedLine, LogFollower
+from trainmedic.sources.lines import (
+    MAX_LINE_AGE_S,
+    Clock,
+    DirectoryScan,
+    followed_time,
+    line_time,
+)
 from trainmedic.sources.offsets import LineOrigin, OffsetBook
 
 _NODE_KV = re.compile(r"node=(\S+)\s*")
@@ -136,11 +148,11 @@ class JobLogSource:
         now = self._clock()
         runs = self._runs and self._declared is None
         for path, follower in self._logs.items():
-            lines = follower.poll()
-            self.lines_read += len(lines)
             if runs:
-                self._log_lines_as_runs(path, lines, now, out)
+                self._log_blocks(path, follower.poll_blocks(), now, out)
             else:
+                lines = follower.poll()
+                self.lines_read += len(lines)
                 for line in lines:
                     self._log_line(path, line, now, out)
             self._stale(path, follower, now, out)
@@ -214,6 +226,59 @@ class JobLogSource:
                 node=node,
                 rank=prefix.rank,
             )
+        )
+
+    def _log_blocks(
+        self,
+        path: str,
+        read: list[FollowedLine | FollowedBlock],
+        now: float,
+        out: list[Observation],
+    ) -> None:
+        """A block of plain lines of one trusted kind is one run, read at C speed
+        (``parse_plain_block``); other blocks and lines go through ``_log_lines_as_runs``."""
+        lines: list[FollowedLine] = []
+        for item in read:
+            if isinstance(item, FollowedLine):
+                lines.append(item)
+                self.lines_read += 1
+                continue
+            self.lines_read += item.count
+            columns = parse_plain_block(item.text, item.count)
+            if columns is None or not self._trusted.get(columns.kind):
+                lines.extend(item.lines())  # the first of a kind is checked there
+                continue
+            if lines:
+                self._log_lines_as_runs(path, lines, now, out)
+                lines = []
+            out.append(self._block_run(path, item, columns, now))
+        if lines:
+            self._log_lines_as_runs(path, lines, now, out)
+
+    def _block_run(
+        self, path: str, block: FollowedBlock, c: PlainColumns, now: float
+    ) -> ProgressRun:
+        stamps = c.stamps
+        if now - MAX_LINE_AGE_S <= min(stamps) and max(stamps) <= now + 1.0:
+            times = stamps  # each line keeps its own stamp (line_time)
+        else:
+            times = tuple(line_time(stamp, now) for stamp in stamps)
+        return ProgressRun(
+            job_id=self.job_id,
+            path=path,
+            rank=c.rank,
+            node=c.node,
+            received=now,
+            first_line_no=block.first_line_no,
+            texts=tuple(block.text.split("\n")),
+            times=times,
+            stamps=stamps,
+            iterations=c.iterations,
+            losses=c.losses,
+            step_times=c.step_times,
+            compute_times=c.compute_times,
+            wait_times=c.wait_times,
+            samples_per_s=c.samples_per_s,
         )
 
     def _log_lines_as_runs(

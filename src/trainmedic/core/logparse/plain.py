@@ -16,6 +16,7 @@ before it trusts this reading (``sources.joblog``).
 
 from __future__ import annotations
 
+import operator
 import re
 from typing import NamedTuple
 
@@ -74,4 +75,60 @@ def parse_plain(text: str) -> PlainStep | None:
         None if wait is None else float(wait),
         None if rate is None else float(rate),
         (g[8], g[9], compute is None, rate is None),
+    )
+
+
+_PLAIN_LINES = re.compile("^" + PLAIN.pattern + "$", re.MULTILINE)
+
+
+class PlainColumns(NamedTuple):
+    """Lines of one kind that are all plain (``parse_plain_block``), column by column: each
+    value as ``parse_plain`` reads it."""
+
+    kind: Kind
+    rank: int
+    node: str
+    stamps: tuple[float, ...]
+    iterations: tuple[int, ...]
+    losses: tuple[float, ...]
+    step_times: tuple[float, ...]
+    compute_times: tuple[float, ...] | None
+    wait_times: tuple[float, ...] | None
+    samples_per_s: tuple[float, ...] | None
+
+
+def parse_plain_block(text: str, count: int) -> PlainColumns | None:
+    """``count`` lines joined by ``\\n``, when every one is plain and of one kind; else None
+    (the caller reads them one by one). One regex pass and the conversions column by column,
+    at C speed: no Python code runs per line."""
+    found = _PLAIN_LINES.findall(text)
+    if len(found) != count or not found:
+        return None  # a line that is not plain (a match never spans two lines)
+    columns = list(zip(*found, strict=True))
+    ranks, nodes, compute, rate = columns[8], columns[9], columns[13], columns[15]
+    if len(set(ranks)) > 1 or len(set(nodes)) > 1:
+        return None
+    if len(set(map(bool, compute))) > 1 or len(set(map(bool, rate))) > 1:
+        return None
+    for second in set(columns[0]):
+        if second not in _SECONDS:
+            if len(_SECONDS) >= 4096:
+                _SECONDS.clear()
+            g = found[columns[0].index(second)]
+            _SECONDS[second] = iso_seconds(g[1], g[2], g[3], g[4], g[5], g[6])
+        if _SECONDS.get(second) is None:
+            return None
+    seconds = map(_SECONDS.__getitem__, columns[0])
+    fractions = map(float, map("0.".__add__, columns[7]))
+    return PlainColumns(
+        kind=(ranks[0], nodes[0], not compute[0], not rate[0]),
+        rank=int(ranks[0]),
+        node=nodes[0],
+        stamps=tuple(map(operator.add, seconds, fractions)),
+        iterations=tuple(map(int, columns[10])),
+        losses=tuple(map(float, columns[11])),
+        step_times=tuple(map(float, columns[12])),
+        compute_times=tuple(map(float, compute)) if compute[0] else None,
+        wait_times=tuple(map(float, columns[14])) if compute[0] else None,
+        samples_per_s=tuple(map(float, rate)) if rate[0] else None,
     )
