@@ -26,6 +26,7 @@ from trainmedic.core.states import JobState
 from trainmedic.core.timestamps import iso_ms
 from trainmedic.demo.trainer.rank_log import StepReport, format_progress
 from trainmedic.sources.joblog import JobLogSource
+from trainmedic.sources.offsets import OffsetBook
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 T0 = 1_795_000_000.0
@@ -47,7 +48,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _live(tmp: Path, polls: Sequence[Poll], *, runs: bool) -> dict[str, Any]:
+def _live(tmp: Path, polls: Sequence[Poll], *, runs: bool, backlog: bool) -> dict[str, Any]:
     now = [T0]
     names = sorted({name for poll in polls for name in poll})
     # The same paths for both reads (the scans and the evidence name them).
@@ -56,7 +57,10 @@ def _live(tmp: Path, polls: Sequence[Poll], *, runs: bool) -> dict[str, Any]:
     for path in paths.values():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.touch()
-    source = JobLogSource(JOB, [str(p) for p in paths.values()], clock=lambda: now[0], runs=runs)
+    # backlog: what the first poll finds is a file's backlog (written before it was followed)
+    book = OffsetBook([], lookback_s=120.0, clock=lambda: now[0]) if backlog else None
+    logs = [str(p) for p in paths.values()]
+    source = JobLogSource(JOB, logs, clock=lambda: now[0], runs=runs, book=book)
     engine = Engine()
     engine.watch(JOB)
     engine.observe(JobStatus(T0, JOB, JobState.RUNNING, ("n0", "n1"), attempt=1), T0)
@@ -106,9 +110,9 @@ def _finding(finding: Finding) -> tuple[Any, ...]:
     )
 
 
-def assert_same(tmp: Path, polls: Sequence[Poll]) -> dict[str, Any]:
-    by_line = _live(tmp, polls, runs=False)
-    by_run = _live(tmp, polls, runs=True)
+def assert_same(tmp: Path, polls: Sequence[Poll], *, backlog: bool = False) -> dict[str, Any]:
+    by_line = _live(tmp, polls, runs=False, backlog=backlog)
+    by_run = _live(tmp, polls, runs=True, backlog=backlog)
     assert by_line.pop("runs") == 0
     runs = by_run.pop("runs")
     for key in by_line:
@@ -175,6 +179,14 @@ def test_the_trainers_healthy_output_is_read_as_runs_to_the_same_state(tmp_path:
     result = assert_same(tmp_path, _polls_of(files, 7))
     assert result["runs"] > 50  # the fast path was taken
     assert result["counts"] == (800, 798)
+
+
+def test_a_backlog_is_read_as_runs_to_the_same_state(tmp_path: Path) -> None:
+    files = {f"r{r}.log": _trainer_lines(r, f"node{r}", range(1, 400)) for r in range(2)}
+    polls = _polls_of(files, 7)
+    first = {name: b"".join(p.get(name, b"") for p in polls[:30]) for name in files}
+    result = assert_same(tmp_path, [first, *polls[30:]], backlog=True)
+    assert result["runs"] > 40
 
 
 def test_a_straggling_rank_is_found_alike(tmp_path: Path) -> None:
@@ -273,6 +285,8 @@ def _mixed_log(draw: st.DrawFn) -> list[Poll]:
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(polls=_mixed_log())
-def test_generated_mixes_are_read_alike(tmp_path_factory: Any, polls: list[Poll]) -> None:
-    assert_same(tmp_path_factory.mktemp("mix"), polls)
+@given(polls=_mixed_log(), backlog=st.booleans())
+def test_generated_mixes_are_read_alike(
+    tmp_path_factory: Any, polls: list[Poll], backlog: bool
+) -> None:
+    assert_same(tmp_path_factory.mktemp("mix"), polls, backlog=backlog)

@@ -46,16 +46,20 @@ class FollowedLine:
 
 @dataclass(frozen=True, slots=True)
 class FollowedBlock:
-    """New lines (``LineOrigin.LIVE``) read in one go: ``count`` lines numbered from
+    """Lines read in one go, all new or all backlog: ``count`` lines numbered from
     ``first_line_no``, joined by ``\n`` in ``text`` (each as ``FollowedLine.text``)."""
 
     first_line_no: int
     count: int
     text: str
+    origin: LineOrigin = LineOrigin.LIVE
+    written_by: float | None = None  # as FollowedLine's
 
     def lines(self) -> list[FollowedLine]:
         numbers = range(self.first_line_no, self.first_line_no + self.count)
-        return [FollowedLine(n, t) for n, t in zip(numbers, self.text.split("\n"), strict=True)]
+        texts = self.text.split("\n")
+        origin, written_by = self.origin, self.written_by
+        return [FollowedLine(n, t, origin, written_by) for n, t in zip(numbers, texts, strict=True)]
 
 
 Followed = FollowedLine | FollowedBlock
@@ -335,16 +339,22 @@ class LogFollower:
         self._partial += pieces[0]
         pieces[0] = bytes(self._partial)
         first = self._line_no + 1
-        if backlog:
+        if self._want_blocks:
+            # \n never occurs inside a UTF-8 sequence: decoding the lines joined is decoding
+            # each (tests/unit/test_follower_chunks.py holds it to that).
+            text = b"\n".join(pieces).decode("utf-8", errors="replace")
+            if backlog:
+                block = FollowedBlock(
+                    first, len(pieces), text, LineOrigin.BACKLOG, self._origin.written_by
+                )
+            else:
+                block = FollowedBlock(first, len(pieces), text)
+            out.append(block)
+        elif backlog:
             written_by = self._origin.written_by
             for number, piece in enumerate(pieces, first):
                 text = piece.decode("utf-8", errors="replace")
                 out.append(FollowedLine(number, text, LineOrigin.BACKLOG, written_by))
-        elif self._want_blocks:
-            # \n never occurs inside a UTF-8 sequence: decoding the lines joined is decoding
-            # each (tests/unit/test_follower_chunks.py holds it to that).
-            text = b"\n".join(pieces).decode("utf-8", errors="replace")
-            out.append(FollowedBlock(first, len(pieces), text))
         else:
             for number, piece in enumerate(pieces, first):
                 out.append(FollowedLine(number, piece.decode("utf-8", errors="replace")))

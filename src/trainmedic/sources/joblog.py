@@ -30,6 +30,7 @@ are read in ``tz`` (the service's ``[detect] log_timezone``; None: UTC).
 
 from __future__ import annotations
 
+import itertools
 import operator
 import os
 import re
@@ -248,21 +249,24 @@ class JobLogSource:
             if columns is None or not self._trusted.get(columns.kind):
                 lines.extend(item.lines())  # the first of a kind is checked there
                 continue
-            if lines:
-                self._log_lines_as_runs(path, lines, now, out)
-                lines = []
-            out.append(self._block_run(path, item, columns, now))
+            run = self._block_run(path, item, columns, now)
+            if run is None:
+                lines.extend(item.lines())
+            else:
+                if lines:
+                    self._log_lines_as_runs(path, lines, now, out)
+                    lines = []
+                out.append(run)
         if lines:
             self._log_lines_as_runs(path, lines, now, out)
 
     def _block_run(
         self, path: str, block: FollowedBlock, c: PlainColumns, now: float
-    ) -> ProgressRun:
-        stamps = c.stamps
-        if now - MAX_LINE_AGE_S <= min(stamps) and max(stamps) <= now + 1.0:
-            times = stamps  # each line keeps its own stamp (line_time)
-        else:
-            times = tuple(line_time(stamp, now) for stamp in stamps)
+    ) -> ProgressRun | None:
+        """The block's run; None when some line is history (read line by line)."""
+        times = self._block_times(block, c.stamps, now)
+        if times is None:
+            return None
         return ProgressRun(
             job_id=self.job_id,
             path=path,
@@ -272,7 +276,7 @@ class JobLogSource:
             first_line_no=block.first_line_no,
             texts=tuple(block.text.split("\n")),
             times=times,
-            stamps=stamps,
+            stamps=c.stamps,
             iterations=c.iterations,
             losses=c.losses,
             step_times=c.step_times,
@@ -280,6 +284,19 @@ class JobLogSource:
             wait_times=c.wait_times,
             samples_per_s=c.samples_per_s,
         )
+
+    def _block_times(
+        self, block: FollowedBlock, stamps: tuple[float, ...], now: float
+    ) -> tuple[float, ...] | None:
+        """Each line's time as ``_log_line`` dates it (``line_time``, ``followed_time``);
+        None when a backlog line is dated before the look-back window (history)."""
+        if block.origin is LineOrigin.LIVE or block.written_by is None:
+            if now - MAX_LINE_AGE_S <= min(stamps) and max(stamps) <= now + 1.0:
+                return stamps  # each line keeps its own stamp
+            return tuple(line_time(stamp, now) for stamp in stamps)
+        if min(stamps) < self._window_start:
+            return None
+        return tuple(map(min, stamps, itertools.repeat(min(block.written_by, now))))
 
     def _log_lines_as_runs(
         self, path: str, lines: list[FollowedLine], now: float, out: list[Observation]
