@@ -246,8 +246,10 @@ class JobLogSource:
                 continue
             self.lines_read += item.count
             columns = parse_plain_block(item.text, item.count)
+            if columns is not None and columns.kind not in self._trusted:
+                self._trust_first(path, item, now)
             if columns is None or not self._trusted.get(columns.kind):
-                lines.extend(item.lines())  # the first of a kind is checked there
+                lines.extend(item.lines())
                 continue
             run = self._block_run(path, item, columns, now)
             if run is None:
@@ -259,6 +261,22 @@ class JobLogSource:
                 out.append(run)
         if lines:
             self._log_lines_as_runs(path, lines, now, out)
+
+    def _trust_first(self, path: str, block: FollowedBlock, now: float) -> None:
+        """``_trust`` the kind of the block's first line (a plain line, dated as a line)."""
+        text = block.text.split("\n", 1)[0]
+        line = FollowedLine(block.first_line_no, text, block.origin, block.written_by)
+        step = parse_plain(text)
+        t = None if step is None else self._plain_time(line, step, now)
+        if step is not None and t is not None:
+            self._trust(path, line, step, t, now)
+
+    def _plain_time(self, line: FollowedLine, step: PlainStep, now: float) -> float | None:
+        """A plain line's time as ``_log_line`` dates it; None for history (a backlog line
+        dated before the look-back window: no evidence, read by the general path)."""
+        if line.origin is LineOrigin.LIVE:
+            return line_time(step.stamp, now)
+        return followed_time(line, step.stamp, now, self._window_start, undated_backlog=True)
 
     def _block_run(
         self, path: str, block: FollowedBlock, c: PlainColumns, now: float
@@ -310,20 +328,14 @@ class JobLogSource:
         trusted = self._trusted
         for line in lines:
             step = parse_plain(line.text)
-            t: float | None = None
-            if step is not None:
-                if line.origin is LineOrigin.LIVE:
-                    t = line_time(step.stamp, now)
-                else:  # a file's backlog: history (None) before the look-back window
-                    t = followed_time(
-                        line, step.stamp, now, self._window_start, undated_backlog=True
-                    )
-                if (
-                    t is not None
-                    and not trusted.get(step.kind)
-                    and not self._trust(path, line, step, t, now)
-                ):
-                    t = None  # a kind of line the general path reads otherwise
+            t = None if step is None else self._plain_time(line, step, now)
+            if (
+                step is not None
+                and t is not None
+                and not trusted.get(step.kind)
+                and not self._trust(path, line, step, t, now)
+            ):
+                t = None  # a kind of line the general path reads otherwise
             if run and (
                 step is None
                 or t is None
