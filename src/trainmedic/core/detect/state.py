@@ -185,6 +185,27 @@ class JobDetectorState:
         times, iterations, steps = run.times, run.iterations, run.step_times
         compute, wait = run.compute_times, run.wait_times
         read, rank, node, report = run.received, run.rank, run.node, self._report
+        if (
+            lines is None
+            and self.last_seen is not None
+            and self.running_since is not None
+            and self.iteration is not None
+            and max(iterations) <= self.iteration
+        ):
+            # Another rank's reports of iterations already counted (most lines of a job with
+            # a log per rank): only liveness and the rank's timings move, as in _report.
+            top, last = max(times), self.last_progress
+            self.last_progress = top if last is None or top > last else last
+            self.last_seen = max(self.last_seen, read)
+            self._hang_open = False
+            if compute is not None and wait is not None:
+                window = self._ranks.get(rank)
+                if window is None:
+                    window = self._ranks[rank] = _RankWindow(self.config.straggler_recent)
+                window.node = node or window.node
+                window.compute.extend(compute)
+                window.wait.extend(wait)
+            return
         for i in range(len(times)) if lines is None else lines:
             report(
                 times[i],

@@ -315,6 +315,18 @@ class TimelineTracker:
             return (start + j, texts[k], parsed[k])
 
         j = -(seen + 1 - LAST_POINTS) % self._stride
+        while j < m and self._stride == 1:  # every one is kept: slices, not one by one
+            k = min(m - j, max(1, MAX_POINTS - len(self._points) - len(self._pending)))
+            self._pending.extend(item(x) for x in range(j, min(j + k, len(held))))
+            if j + k > len(held):
+                a, b = max(j, len(held)) - len(held) + i, j + k - len(held) + i
+                self._pending.extend(
+                    zip(range(first_line + a, first_line + b), texts[a:b], parsed[a:b], strict=True)
+                )
+            j += k
+            if len(self._points) + len(self._pending) >= MAX_POINTS:
+                self._parse_pending()  # the parses may halve the points and the stride
+        j += -(seen + j + 1 - LAST_POINTS) % self._stride  # the next one the stride keeps
         while j < m:
             self._pending.append(item(j))
             if len(self._points) + len(self._pending) >= MAX_POINTS:
