@@ -78,7 +78,16 @@ def parse_plain(text: str) -> PlainStep | None:
     )
 
 
-_PLAIN_LINES = re.compile("^" + PLAIN.pattern + "$", re.MULTILINE)
+_NUMBER = r"(\d{1,12}\.\d{1,12})"
+_PLAIN_LINES = re.compile(
+    r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{1,9})Z"
+    r" \[rank(\d{1,6})\] node=([A-Za-z][A-Za-z0-9_.-]{0,62})"
+    rf" iter=(\d{{1,15}}) loss={_NUMBER} step_s={_NUMBER}"
+    rf"(?: compute_s={_NUMBER} wait_s={_NUMBER})?(?: samples_per_s={_NUMBER})?$",
+    re.MULTILINE,
+)
+"""``PLAIN`` (the same lines), a line at a time in a block, with fewer groups: findall makes
+a string of each."""
 
 
 class PlainColumns(NamedTuple):
@@ -105,7 +114,7 @@ def parse_plain_block(text: str, count: int) -> PlainColumns | None:
     if len(found) != count or not found:
         return None  # a line that is not plain (a match never spans two lines)
     columns = list(zip(*found, strict=True))
-    ranks, nodes, compute, rate = columns[8], columns[9], columns[13], columns[15]
+    ranks, nodes, compute, rate = columns[2], columns[3], columns[7], columns[9]
     if len(set(ranks)) > 1 or len(set(nodes)) > 1:
         return None
     if len(set(map(bool, compute))) > 1 or len(set(map(bool, rate))) > 1:
@@ -114,21 +123,21 @@ def parse_plain_block(text: str, count: int) -> PlainColumns | None:
         if second not in _SECONDS:
             if len(_SECONDS) >= 4096:
                 _SECONDS.clear()
-            g = found[columns[0].index(second)]
-            _SECONDS[second] = iso_seconds(g[1], g[2], g[3], g[4], g[5], g[6])
+            d = second  # YYYY-MM-DDTHH:MM:SS, as PLAIN's groups split it
+            _SECONDS[second] = iso_seconds(d[:4], d[5:7], d[8:10], d[11:13], d[14:16], d[17:])
         if _SECONDS.get(second) is None:
             return None
     seconds = map(_SECONDS.__getitem__, columns[0])
-    fractions = map(float, map("0.".__add__, columns[7]))
+    fractions = map(float, map("0.".__add__, columns[1]))
     return PlainColumns(
         kind=(ranks[0], nodes[0], not compute[0], not rate[0]),
         rank=int(ranks[0]),
         node=nodes[0],
         stamps=tuple(map(operator.add, seconds, fractions)),
-        iterations=tuple(map(int, columns[10])),
-        losses=tuple(map(float, columns[11])),
-        step_times=tuple(map(float, columns[12])),
+        iterations=tuple(map(int, columns[4])),
+        losses=tuple(map(float, columns[5])),
+        step_times=tuple(map(float, columns[6])),
         compute_times=tuple(map(float, compute)) if compute[0] else None,
-        wait_times=tuple(map(float, columns[14])) if compute[0] else None,
+        wait_times=tuple(map(float, columns[8])) if compute[0] else None,
         samples_per_s=tuple(map(float, rate)) if rate[0] else None,
     )

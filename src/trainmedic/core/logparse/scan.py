@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -436,10 +436,9 @@ class LineScanner:
             progress.reports += n
             progress.last_candidates.extend(texts)  # a bounded deque: the last few stay
         widths = self._widths
-        for text in texts:
-            width = len(text)
+        for width, lines in Counter(map(len, texts)).items():
             if width >= WRAP_MIN:
-                widths[width] = widths.get(width, 0) + 1
+                widths[width] = widths.get(width, 0) + lines
         self.out.reports_now = progress.reports
         if (plain - 1) & _PROGRESS:
             self._timeline.candidates(first, texts, parsed)

@@ -218,7 +218,9 @@ class TimelineTracker:
     )
 
     def __init__(self) -> None:
-        self._points: list[Point] = []
+        # Kept points; a line read already is kept as (line, *Parsed) and made a Point only
+        # when the timeline is asked for (most never are).
+        self._points: list[Point | tuple[int, int, float, float | None, float | None]] = []
         # Kept candidates not parsed yet, in order; with their values when the caller read
         # them already (a plain progress line: ``Parsed``), else None.
         self._pending: list[tuple[int, str, Parsed | None]] = []
@@ -343,10 +345,13 @@ class TimelineTracker:
             self._keep(line_no, text, parsed)
 
     def _keep(self, line_no: int, text: str, parsed: Parsed | None) -> None:
-        point = _point(line_no, text) if parsed is None else Point(line_no, *parsed)
-        if point is None:
-            return
-        self._points.append(point)
+        if parsed is not None:
+            self._points.append((line_no, *parsed))
+        else:
+            point = _point(line_no, text)
+            if point is None:
+                return
+            self._points.append(point)
         if len(self._points) >= MAX_POINTS:
             self._points = self._points[::2]
             self._stride *= 2
@@ -359,7 +364,7 @@ class TimelineTracker:
             if p is not None
         ]
         return Timeline(
-            points=(*self._points, *tail),
+            points=(*(p if isinstance(p, Point) else Point(*p) for p in self._points), *tail),
             running=tuple(self._running),
             finished_line=self._finished,
             lines=lines,
