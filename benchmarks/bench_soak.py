@@ -7,7 +7,8 @@ log files. Jobs start and end all the time, one in ten ends by crashing (a fatal
 the scheduler shows FAILED); an ended job's files are deleted a moment later, and the
 scheduler forgets it as Slurm does. Measured:
 
-* lines written vs progress observations the service made: nothing may be lost;
+* lines written vs progress lines the service read and classified (a ``Progress``, or a
+  ``ProgressRun`` standing for that many lines): nothing may be lost;
 * crash detection latency (the crash is written and shown -> the incident is recorded);
 * RSS and open fds, sampled every second by a thread of their own: after the warm-up (the
   first quarter), the second half of the run against the first half, and the slope;
