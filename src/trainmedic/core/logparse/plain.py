@@ -21,6 +21,7 @@ import re
 from typing import NamedTuple
 
 from trainmedic.core.logparse.prefix import iso_seconds
+from trainmedic.core.logparse.traceback import START as TRACEBACK_START
 
 PLAIN = re.compile(
     r"((\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d))\.(\d{1,9})Z"
@@ -141,3 +142,39 @@ def parse_plain_block(text: str, count: int) -> PlainColumns | None:
         wait_times=tuple(map(float, columns[8])) if compute[0] else None,
         samples_per_s=tuple(map(float, rate)) if rate[0] else None,
     )
+
+
+# Digit-free words that make a line more than a plain step to the scan or its trackers: a
+# line with one is fed on its own (restart, bar, traceback, torchrun table, checkpoint, init,
+# NCCL, and what would make a step candidate "not a step").
+_NOT_PLAIN = (
+    b"\x00",
+    b"\x1b",
+    b"Epoch ",
+    b"Training: ",
+    TRACEBACK_START.encode(),
+    b'File "',
+    b"exitcode",
+    b"Root Cause",
+    b"Failures:",
+    b"heckpoint",
+    b"global_step",
+    b"aving model",
+    b"ckpt",
+    b"event=",
+    b"processes registered",
+    b"Init COMPLETE",
+    b"nitializing distributed",
+    b"store-based barrier",
+    b"NCCL",
+    b"rror",
+    b"xception",
+    b"%|",
+)
+
+
+def plain_words(shape: bytes) -> bool:
+    """A line of this shape (``line_shape``) holds none of the words that make a line more
+    than a plain step to the scan (``LineScanner.feed_run``): a word in the text is in its
+    shape too (the shape only lacks the digits)."""
+    return not any(word in shape for word in _NOT_PLAIN)

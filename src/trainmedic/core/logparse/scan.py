@@ -32,6 +32,7 @@ from trainmedic.core.logparse.collect import Collector, ScanLimits
 from trainmedic.core.logparse.collective import CollectiveTrace, CollectiveTracker
 from trainmedic.core.logparse.elastic import ChildFailure, ChildFailureTracker
 from trainmedic.core.logparse.evidence import EvidenceCollector, EvidenceLine, may_be_evidence
+from trainmedic.core.logparse.plain import plain_words
 from trainmedic.core.logparse.prefix import REFERENCE_YEAR, full_date_year, parse_prefix
 from trainmedic.core.logparse.stackdump import StackDump, StackDumpTracker
 from trainmedic.core.logparse.structured import StructuredScan
@@ -52,33 +53,6 @@ _SHAPES = 1 << 14
 _SHAPE_MAX = 4096  # longer lines are not memoised (the matcher's own bound)
 _EVIDENCE, _STRUCTURED, _PROGRESS, _TIMELINE, _COLLECTIVE, _STACK = 1, 2, 4, 8, 16, 32
 _PLAIN_STEP = 1 << 10  # (LineScanner._plain_shape) a line the progress tracker counts
-# Digit-free words that make a line more than a plain step to the scan or its trackers: a
-# line with one is fed on its own (restart, bar, traceback, torchrun table, checkpoint, init,
-# NCCL, and what would make a step candidate "not a step").
-_PLAIN_NEVER = (
-    b"\x00",
-    b"\x1b",
-    b"Epoch ",
-    b"Training: ",
-    TRACEBACK_START.encode(),
-    b'File "',
-    b"exitcode",
-    b"Root Cause",
-    b"Failures:",
-    b"heckpoint",
-    b"global_step",
-    b"aving model",
-    b"ckpt",
-    b"event=",
-    b"processes registered",
-    b"Init COMPLETE",
-    b"nitializing distributed",
-    b"store-based barrier",
-    b"NCCL",
-    b"rror",
-    b"xception",
-    b"%|",
-)
 _STEP_WORDS = ("iter", "step", "Iter", "Step")
 
 
@@ -398,7 +372,7 @@ class LineScanner:
     def _plain_verdict(self, shape: bytes, text: str) -> int:
         if len(self._plain_shapes) >= _SHAPES:
             self._plain_shapes.clear()
-        if any(t in shape for t in _PLAIN_NEVER):  # in the text, so in its shape too
+        if not plain_words(shape):
             return 0
         kinds = self._shapes.get(shape)
         if kinds is None:
