@@ -336,8 +336,8 @@ class TimelineTracker:
             j += 1
             j += -(seen + j + 1 - LAST_POINTS) % self._stride
         self._seen = seen + m
-        total = len(held) + m
-        held.extend(item(j) for j in range(max(len(held), total - LAST_POINTS), total))
+        a = max(i, n - LAST_POINTS)  # the new lines that stay held (the deque drops the rest)
+        held.extend(zip(range(first_line + a, first_line + n), texts[a:], parsed[a:], strict=True))
 
     def _parse_pending(self) -> None:
         pending, self._pending = self._pending, []
