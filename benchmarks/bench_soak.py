@@ -7,7 +7,8 @@ log files. Jobs start and end all the time, one in ten ends by crashing (a fatal
 the scheduler shows FAILED); an ended job's files are deleted a moment later, and the
 scheduler forgets it as Slurm does. Measured:
 
-* lines written vs progress observations the service made: nothing may be lost;
+* lines written vs progress lines the service read and classified (a ``Progress``, or a
+  ``ProgressRun`` standing for that many lines): nothing may be lost;
 * crash detection latency (the crash is written and shown -> the incident is recorded);
 * RSS and open fds, sampled every second by a thread of their own: after the warm-up (the
   first quarter), the second half of the run against the first half, and the slope;
@@ -37,7 +38,7 @@ from pathlib import Path
 
 from soak_load import FILES_PER_JOB, bare_read_cpu, follower_cpu, log_path, schedule, writer
 from trainmedic.core.model import Kind
-from trainmedic.core.observations import Observation, Progress
+from trainmedic.core.observations import Observation, Progress, ProgressRun
 from trainmedic.core.states import JobState
 from trainmedic.schedulers.fake import FakeScheduler
 from trainmedic.service.config.sections import Config, ServiceConfig
@@ -87,8 +88,10 @@ def main() -> None:
 
         def counting(observations: list[Observation], now: float) -> None:
             for obs in observations:
-                if isinstance(obs, Progress):
-                    seen[obs.job_id] = seen.get(obs.job_id, 0) + 1
+                # A run stands for that many lines, each read and found a progress line.
+                if isinstance(obs, Progress | ProgressRun):
+                    lines = len(obs) if isinstance(obs, ProgressRun) else 1
+                    seen[obs.job_id] = seen.get(obs.job_id, 0) + lines
             observe(observations, now)
 
         service.engine.observe_all = counting  # type: ignore[method-assign]

@@ -55,6 +55,74 @@ class Progress:
 
 
 @dataclass(frozen=True, slots=True)
+class ProgressRun:
+    """Consecutive plain progress lines of one job log, one rank and node (the trainer's
+    ``<ISO stamp> [rankR] node=N iter=I loss=L step_s=S ...``), column by column: what the
+    ``Progress`` and ``LogLine`` of each line would carry, without an object per line. A
+    live service reads most of a healthy job's lines as such runs (``sources.joblog``);
+    ``expand`` gives the per-line observations, which the engine treats alike."""
+
+    job_id: str
+    path: str
+    rank: int
+    node: str
+    received: float  # when the lines were read
+    first_line_no: int  # the lines are numbered on from it
+    texts: tuple[str, ...]
+    times: tuple[float, ...]  # each line's time (``Progress.time``)
+    stamps: tuple[float, ...]  # each line's printed stamp
+    iterations: tuple[int, ...]
+    losses: tuple[float, ...]  # finite (a non-finite loss is no plain line)
+    step_times: tuple[float, ...]
+    compute_times: tuple[float, ...] | None = None  # with wait_times, or neither
+    wait_times: tuple[float, ...] | None = None
+    samples_per_s: tuple[float, ...] | None = None
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def progress_at(self, i: int) -> Progress:
+        compute, wait, rate = self.compute_times, self.wait_times, self.samples_per_s
+        return Progress(
+            time=self.times[i],
+            job_id=self.job_id,
+            iteration=self.iterations[i],
+            rank=self.rank,
+            node=self.node,
+            step_time=self.step_times[i],
+            compute_time=None if compute is None else compute[i],
+            wait_time=None if wait is None else wait[i],
+            loss=self.losses[i],
+            samples_per_s=None if rate is None else rate[i],
+            received=self.received,
+        )
+
+    def line_at(self, i: int) -> LogLine:
+        return LogLine(
+            time=self.times[i],
+            text=self.texts[i],
+            source=EvidenceSource.APP_LOG,
+            path=self.path,
+            line_no=self.first_line_no + i,
+            job_id=self.job_id,
+            node=self.node,
+            rank=self.rank,
+        )
+
+    def points(self) -> list[tuple[int, float, float, float]]:
+        """(iteration, loss, printed stamp, step time) of each line: its timeline point."""
+        return list(zip(self.iterations, self.losses, self.stamps, self.step_times, strict=True))
+
+    def expand(self) -> list[Progress | LogLine]:
+        """The observations of each line, in the order the per-line source makes them."""
+        out: list[Progress | LogLine] = []
+        for i in range(len(self.texts)):
+            out.append(self.progress_at(i))
+            out.append(self.line_at(i))
+        return out
+
+
+@dataclass(frozen=True, slots=True)
 class CheckpointSaved:
     time: float
     job_id: str
@@ -120,6 +188,7 @@ class SourceRecovered:
 Observation = (
     LogLine
     | Progress
+    | ProgressRun
     | CheckpointSaved
     | JobStatus
     | NodeStatus

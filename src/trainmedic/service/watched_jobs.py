@@ -55,6 +55,7 @@ class JobSources:
             clock=clock,
             book=book,
             progress_regex=spec.progress_regex,
+            runs=True,  # plain progress lines as runs: the engine takes them whole
         )
         self.checkpoints = (
             CheckpointWatcher(job_id, spec.checkpoint_dir, clock=clock)

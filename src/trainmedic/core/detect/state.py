@@ -23,6 +23,7 @@ its silence is unknown; when it comes back, silence is counted from then.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 
 from trainmedic.core.detect.anomaly import Anomaly
 from trainmedic.core.detect.cadence import ReportCadence
@@ -38,6 +39,7 @@ from trainmedic.core.observations import (
     JobStatus,
     Observation,
     Progress,
+    ProgressRun,
     SourceRecovered,
     SourceStale,
 )
@@ -166,40 +168,97 @@ class JobDetectorState:
 
     def _observe_progress(self, p: Progress) -> None:
         read = p.time if p.received is None else p.received
+        self._report(
+            p.time, read, p.iteration, p.rank, p.node, p.step_time, p.compute_time, p.wait_time
+        )
+        if not self._crashed:
+            anomaly = nan_from_progress(p, p.time)
+            if anomaly is not None:
+                self._crashed = True
+                self._pending.append(anomaly)
+
+    def observe_run(self, run: ProgressRun, lines: Iterable[int] | None = None) -> None:
+        """Each line of ``run`` (``lines``: these of them), as ``observe`` takes its
+        ``Progress``: a plain line's loss is finite, so only the step bookkeeping is done."""
+        if run.job_id != self.job_id:
+            return
+        times, iterations, steps = run.times, run.iterations, run.step_times
+        compute, wait = run.compute_times, run.wait_times
+        read, rank, node, report = run.received, run.rank, run.node, self._report
+        if (
+            lines is None
+            and self.last_seen is not None
+            and self.running_since is not None
+            and self.iteration is not None
+            and max(iterations) <= self.iteration
+        ):
+            # Another rank's reports of iterations already counted (most lines of a job with
+            # a log per rank): only liveness and the rank's timings move, as in _report.
+            top, last = max(times), self.last_progress
+            self.last_progress = top if last is None or top > last else last
+            self.last_seen = max(self.last_seen, read)
+            self._hang_open = False
+            if compute is not None and wait is not None:
+                window = self._ranks.get(rank)
+                if window is None:
+                    window = self._ranks[rank] = _RankWindow(self.config.straggler_recent)
+                window.node = node or window.node
+                window.compute.extend(compute)
+                window.wait.extend(wait)
+            return
+        for i in range(len(times)) if lines is None else lines:
+            report(
+                times[i],
+                read,
+                iterations[i],
+                rank,
+                node,
+                steps[i],
+                None if compute is None else compute[i],
+                None if wait is None else wait[i],
+            )
+
+    def _report(
+        self,
+        printed: float,
+        read: float,
+        iteration: int,
+        rank: int | None,
+        node: str | None,
+        step_time: float | None,
+        compute_time: float | None,
+        wait_time: float | None,
+    ) -> None:
+        """A progress report's effect on the step and liveness bookkeeping (its loss is
+        checked by the caller: nothing here reads what that check sets)."""
         if self.running_since is None and self.state is None:
             self.running_since = read  # no scheduler view: progress shows it runs
         if self.last_seen is None and self._start_seen and self.running_since is not None:
             # A new attempt resumes at or before where the last one stopped: a first report
             # beyond it is a late line of the old attempt, not this one's start-up.
             previous = self._previous_iteration
-            if previous is None or p.iteration <= previous:
+            if previous is None or iteration <= previous:
                 self.cadence.startup(read - self.running_since)
-        self.last_progress = (
-            p.time if self.last_progress is None else max(self.last_progress, p.time)
-        )
+        last = self.last_progress
+        self.last_progress = printed if last is None or printed > last else last
         self.last_seen = read if self.last_seen is None else max(self.last_seen, read)
         self._hang_open = False
-        if p.rank is not None and p.compute_time is not None and p.wait_time is not None:
-            window = self._ranks.get(p.rank)
+        if rank is not None and compute_time is not None and wait_time is not None:
+            window = self._ranks.get(rank)
             if window is None:
-                window = self._ranks[p.rank] = _RankWindow(self.config.straggler_recent)
-            window.node = p.node or window.node
-            window.compute.append(p.compute_time)
-            window.wait.append(p.wait_time)
-        if not self._crashed:
-            anomaly = nan_from_progress(p, p.time)
-            if anomaly is not None:
-                self._crashed = True
-                self._pending.append(anomaly)
-        if self.iteration is not None and p.iteration <= self.iteration:
+                window = self._ranks[rank] = _RankWindow(self.config.straggler_recent)
+            window.node = node or window.node
+            window.compute.append(compute_time)
+            window.wait.append(wait_time)
+        if self.iteration is not None and iteration <= self.iteration:
             return  # another rank reporting an iteration already counted
         if self._running:  # a line read after the attempt ended is no report interval
-            self.cadence.report(p.time, read, p.iteration)
-        step = p.step_time
+            self.cadence.report(printed, read, iteration)
+        step = step_time
         if step is None and self.iteration is not None and self._iteration_time is not None:
-            step = (p.time - self._iteration_time) / (p.iteration - self.iteration)
-        self.iteration = p.iteration
-        self._iteration_time = p.time
+            step = (printed - self._iteration_time) / (iteration - self.iteration)
+        self.iteration = iteration
+        self._iteration_time = printed
         self._iterations_seen += 1
         skip, self._skip_step = self._skip_step, False
         if step is None or step < 0 or skip or self._iterations_seen <= self.config.warmup_steps:
@@ -208,7 +267,7 @@ class JobDetectorState:
         self._p99 = None
         if len(self._recent) == self._recent.maxlen and not self._straggler_open:
             self._baseline.append(self._recent[0][1])  # keep the baseline free of slow steps
-        self._recent.append((p.time, step))
+        self._recent.append((printed, step))
 
     @property
     def _running(self) -> bool:

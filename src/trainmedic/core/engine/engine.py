@@ -37,6 +37,7 @@ from trainmedic.core.engine.signals import (
     verdict_for_anomaly,
 )
 from trainmedic.core.engine.track import (
+    BACKLOG_READ_S,
     MAX_NODE_EVENTS,
     NODE_EVIDENCE_LOOKBACK_S,
     ON_ITS_NODES,
@@ -55,6 +56,7 @@ from trainmedic.core.observations import (
     NodeStatus,
     Observation,
     Progress,
+    ProgressRun,
     TelemetrySample,
 )
 from trainmedic.core.signatures.matcher import Matcher, default_matcher
@@ -163,7 +165,9 @@ class Engine:
     # -- feeding -------------------------------------------------------------------------
 
     def observe(self, obs: Observation, now: float) -> None:
-        if isinstance(obs, LogLine):
+        if isinstance(obs, ProgressRun):
+            self._observe_run(obs, now)
+        elif isinstance(obs, LogLine):
             self._observe_line(obs, now)
         elif isinstance(obs, TelemetrySample):
             self._observe_telemetry(obs, now)
@@ -272,6 +276,57 @@ class Engine:
             if steps:
                 track.first_progress = track.last_progress = None
         fresh.extend((event, now) for event in events)
+
+    def _observe_run(self, run: ProgressRun, now: float) -> None:
+        """A run of plain progress lines, to the same effect as each line's ``Progress`` and
+        ``LogLine`` in turn: neither part of a plain line changes what the other reads (it is
+        no attempt banner or restart line), so the run's progress is taken first, then its
+        lines. The rare run this cannot shortcut (lines read again after a restart, lines
+        from before the attempt started) is taken line by line."""
+        track = self._jobs.get(run.job_id)
+        if track is None:
+            return
+        started, met, oldest = track.attempt_started, track.met_at, min(run.times)
+        if (started is not None and oldest < started - NODE_EVIDENCE_LOOKBACK_S) or (
+            met is not None
+            and run.received <= met + BACKLOG_READ_S
+            and oldest < met - NODE_EVIDENCE_LOOKBACK_S
+        ):  # some line predates the attempt, or may be read again (JobTrack.read_again)
+            for obs in run.expand():
+                self.observe(obs, now)
+            return
+        if track.stale_log():
+            return  # lines of an attempt that is already over: neither progress nor evidence
+        if not track.between_attempts():
+            self._run_progress(track, run)
+        track.last_line_at = now
+        scanner = track.scanner(run.path)
+        began, steps = scanner.attempt_line, scanner.steps
+        events = scanner.feed_run(run.texts, run.first_line_no, run.points())
+        fresh = track.fresh.setdefault(run.path, [])
+        if scanner.attempt_line != began:
+            fresh.clear()
+            if steps:
+                track.first_progress = track.last_progress = None
+        fresh.extend((event, now) for event in events)
+
+    def _run_progress(self, track: JobTrack, run: ProgressRun) -> None:
+        iterations = run.iterations
+        track.bar.passed(max(iterations))
+        first = None
+        if track.first_progress is None:
+            first = track.first_progress = run.progress_at(0)
+        last = track.last_progress
+        top = None if last is None else last.iteration
+        best = -1
+        for i, iteration in enumerate(iterations):
+            if top is None or iteration >= top:
+                top, best = iteration, i
+        if best == 0 and first is not None:
+            track.last_progress = first
+        elif best >= 0:
+            track.last_progress = run.progress_at(best)
+        track.detector.observe_run(run)
 
     def _observe_telemetry(self, sample: TelemetrySample, now: float) -> None:
         key = (sample.node, sample.gpu, sample.metric)

@@ -94,6 +94,11 @@ class EpochBarClock:
         self._last = found if self._last is None else max(self._last, found)
         return found
 
+    def passed(self, iteration: int) -> None:
+        """``step`` of plain reports (no bar count) up to ``iteration``: they are their own
+        global steps, and only the highest is remembered."""
+        self._last = iteration if self._last is None else max(self._last, iteration)
+
     def _labelled(self, epoch: int, count: int, per_epoch: int) -> int:
         self._epoch_len = per_epoch
         naive = epoch * per_epoch + count

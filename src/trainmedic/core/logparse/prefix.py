@@ -104,6 +104,10 @@ def _iso_seconds(year: str, month: str, day: str, hh: str, mm: str, ss: str) -> 
     return _seconds(int(year), int(month), int(day), int(hh), int(mm), int(ss), None)
 
 
+iso_seconds = _iso_seconds
+"""The same, for ``plain`` (which reads the trainer's ISO stamps as ``parse_prefix`` does)."""
+
+
 @functools.lru_cache(maxsize=4096)
 def _timegm(year: int, month: int, day: int, hh: int, mm: int, ss: int) -> int | None:
     """Memoised: the lines of a live log share their second (a pure function of its args)."""

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import copy
 import re
-from collections import deque
-from collections.abc import Iterable
+from collections import Counter, deque
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from trainmedic.core.logparse.attempts import (
@@ -32,17 +32,18 @@ from trainmedic.core.logparse.collect import Collector, ScanLimits
 from trainmedic.core.logparse.collective import CollectiveTrace, CollectiveTracker
 from trainmedic.core.logparse.elastic import ChildFailure, ChildFailureTracker
 from trainmedic.core.logparse.evidence import EvidenceCollector, EvidenceLine, may_be_evidence
+from trainmedic.core.logparse.plain import plain_words
 from trainmedic.core.logparse.prefix import REFERENCE_YEAR, full_date_year, parse_prefix
 from trainmedic.core.logparse.results import ResultTableTracker, may_be_table_row
 from trainmedic.core.logparse.stackdump import StackDump, StackDumpTracker
 from trainmedic.core.logparse.structured import StructuredScan
 from trainmedic.core.logparse.summary import ProgressSummary
-from trainmedic.core.logparse.timeline import Timeline, TimelineTracker
+from trainmedic.core.logparse.timeline import Parsed, Timeline, TimelineTracker
 from trainmedic.core.logparse.traceback import START as TRACEBACK_START
 from trainmedic.core.logparse.traceback import TracebackTracker
 from trainmedic.core.logparse.tracker import ProgressTracker
 from trainmedic.core.model import Event
-from trainmedic.core.signatures.matcher import Matcher, default_matcher, line_shape
+from trainmedic.core.signatures.matcher import MAX_LINE, Matcher, default_matcher, line_shape
 
 __all__ = ["FileScan", "LineScanner", "ScanLimits", "scan_lines"]
 
@@ -53,6 +54,8 @@ _SHAPES = 1 << 14
 _SHAPE_MAX = 4096  # longer lines are not memoised (the matcher's own bound)
 _EVIDENCE, _STRUCTURED, _PROGRESS, _TIMELINE, _COLLECTIVE, _STACK = 1, 2, 4, 8, 16, 32
 _RESULT = 64
+_PLAIN_STEP = 1 << 10  # (LineScanner._plain_shape) a line the progress tracker counts
+_STEP_WORDS = ("iter", "step", "Iter", "Step")
 
 
 def _kinds(raw: bytes, text: str, structured: StructuredScan) -> int:
@@ -175,6 +178,7 @@ class LineScanner:
         self._prev = ""
         self._text_seen = False  # a line with text came already (see the headless traceback)
         self._shapes: dict[bytes, int] = {}  # line shape -> which trackers want such lines
+        self._plain_shapes: dict[bytes, int] = {}  # line shape -> _plain_shape of such lines
         self._splitter = AttemptSplitter()
         self._new_attempt(None)
 
@@ -339,6 +343,91 @@ class LineScanner:
         self._ring.append((line_no, text[: self._window_chars]))
         self._prev = text
         return tuple(out.events[found:]) if len(out.events) != found else ()
+
+    def feed_run(
+        self, texts: Sequence[str], first_line_no: int, parsed: Sequence[Parsed]
+    ) -> tuple[Event, ...]:
+        """``feed`` of consecutive lines of one shape (``line_shape``: the same text but for
+        digits, a ``ProgressRun``'s), numbered from ``first_line_no``, with each line's
+        timeline point already read (``parsed``). To the same effect as feeding them one by
+        one: lines that nothing but the progress count, the line widths, the timeline and
+        the window of recent lines care about are taken together; a line that anything else
+        may want (an open traceback or table, the year not known yet, a first step not seen
+        yet, a shape the matcher or a tracker looks at) is fed on its own."""
+        events: list[Event] = []
+        plain = self._plain_shape(texts[0]) if texts else 0
+        for i, text in enumerate(texts):
+            if plain and self._takes_plain(plain, first_line_no + i):
+                self._feed_plain(plain, texts[i:], first_line_no + i, parsed[i:])
+                break
+            events.extend(self.feed(text, first_line_no + i))
+        return tuple(events)
+
+    def _plain_shape(self, text: str) -> int:
+        """For a line whose shape only the progress count, widths and timeline care about:
+        1 + its ``_kinds`` bits, with ``_PLAIN_STEP`` when it is a step candidate; 0 for any
+        other line. Every test here reads no digit, so it holds for the whole shape."""
+        if len(text) > MAX_LINE or text[4:5] != "-" or not text[:4].isdigit():
+            return 0  # only an ISO-date-led line is never the continuation of a wrapped one
+        if "loss" not in text:
+            return 0  # a step that reports its loss is never taken for a restart line
+        shape = line_shape(text)
+        known = self._plain_shapes.get(shape)
+        if known is None:
+            known = self._plain_shapes[shape] = self._plain_verdict(shape, text)
+        return known
+
+    def _plain_verdict(self, shape: bytes, text: str) -> int:
+        if len(self._plain_shapes) >= _SHAPES:
+            self._plain_shapes.clear()
+        if not plain_words(shape):
+            return 0
+        kinds = self._shapes.get(shape)
+        if kinds is None:
+            kinds = _kinds(text.encode("utf-8", "replace"), text, self._structured)
+            if len(self._shapes) < _SHAPES:
+                self._shapes[shape] = kinds
+        if kinds & ~_PROGRESS or not self.matcher.silent(shape):
+            return 0
+        step = any(t in text for t in _STEP_WORDS)
+        return 1 + kinds + (_PLAIN_STEP if step else 0)
+
+    def _takes_plain(self, plain: int, line_no: int) -> bool:
+        """The scan's state lets a plain line pass without being looked at on its own."""
+        progress = self._progress
+        return not (
+            self.out.pending
+            or self._tracebacks.active
+            or self._failure_lines > 0
+            or self._structured.live
+            or self._stacks.active
+            or (self.year is None and line_no <= 500)
+            or (plain & _PLAIN_STEP and progress.first is None)
+            or (progress.init_line is not None and progress.after_init <= 3)
+            or (progress.nccl_seen and progress.after_nccl <= 3)
+        )
+
+    def _feed_plain(
+        self, plain: int, texts: Sequence[str], first: int, parsed: Sequence[Parsed]
+    ) -> None:
+        n = len(texts)
+        self.line_no = first + n - 1
+        self._text_seen = True
+        progress = self._progress
+        if plain & _PLAIN_STEP:
+            progress.reports += n
+            progress.last_candidates.extend(texts)  # a bounded deque: the last few stay
+        widths = self._widths
+        for width, lines in Counter(map(len, texts)).items():
+            if width >= WRAP_MIN:
+                widths[width] = widths.get(width, 0) + lines
+        self.out.reports_now = progress.reports
+        if (plain - 1) & _PROGRESS:
+            self._timeline.candidates(first, texts, parsed)
+        ring, cut = self._ring, self._window_chars
+        keep = n if ring.maxlen is None else min(n, ring.maxlen)
+        ring.extend((first + i, texts[i][:cut]) for i in range(n - keep, n))
+        self._prev = texts[-1]
 
     def _timeline_now(self) -> Timeline:
         timeline = self._timeline.timeline(self.line_no, self.path)

@@ -22,10 +22,14 @@ from __future__ import annotations
 import math
 import re
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from trainmedic.core.logparse.prefix import parse_prefix
 from trainmedic.core.logparse.progress import parse_progress
+
+Parsed = tuple[int, float, float | None, float | None]
+"""A progress line's (iteration, loss, printed stamp, step time): its ``Point`` but the line."""
 
 MAX_POINTS = 256
 LAST_POINTS = 64
@@ -214,9 +218,13 @@ class TimelineTracker:
     )
 
     def __init__(self) -> None:
-        self._points: list[Point] = []
-        self._pending: list[tuple[int, str]] = []  # kept candidates not parsed yet, in order
-        self._last: deque[tuple[int, str]] = deque(maxlen=LAST_POINTS)
+        # Kept points; a line read already is kept as (line, *Parsed) and made a Point only
+        # when the timeline is asked for (most never are).
+        self._points: list[Point | tuple[int, int, float, float | None, float | None]] = []
+        # Kept candidates not parsed yet, in order; with their values when the caller read
+        # them already (a plain progress line: ``Parsed``), else None.
+        self._pending: list[tuple[int, str, Parsed | None]] = []
+        self._last: deque[tuple[int, str, Parsed | None]] = deque(maxlen=LAST_POINTS)
         self._running: deque[tuple[int, float | None]] = deque(maxlen=MAX_RUNNING)
         self._finished: int | None = None
         self._connected = False
@@ -277,35 +285,86 @@ class TimelineTracker:
             if _ALLOC_GRANT.search(text):
                 self._alloc_granted = line_no
 
-    def candidate(self, line_no: int, text: str) -> None:
+    def candidate(self, line_no: int, text: str, parsed: Parsed | None = None) -> None:
+        """``parsed``: the line's point as ``_point`` would read it, when known already."""
         self._seen += 1
-        if len(self._last) == LAST_POINTS:
-            old_line, old_text = self._last[0]
-            if (self._seen - LAST_POINTS) % self._stride == 0:
-                self._pending.append((old_line, old_text))
-                if len(self._points) + len(self._pending) >= MAX_POINTS:
-                    self._parse_pending()  # the parses may halve the points and the stride
-        self._last.append((line_no, text))
+        if len(self._last) == LAST_POINTS and (self._seen - LAST_POINTS) % self._stride == 0:
+            self._pending.append(self._last[0])
+            if len(self._points) + len(self._pending) >= MAX_POINTS:
+                self._parse_pending()  # the parses may halve the points and the stride
+        self._last.append((line_no, text, parsed))
+
+    def candidates(
+        self, first_line: int, texts: Sequence[str], parsed: Sequence[Parsed | None]
+    ) -> None:
+        """``candidate`` of consecutive lines (numbered from ``first_line``), at the cost of
+        the few it keeps: once the last ``LAST_POINTS`` are held, candidate ``j`` of them
+        pushes out the ``j``-th of (those held, then these), which is kept when its count
+        falls on the stride; only those are visited (the stride can grow as they are)."""
+        n, i = len(texts), 0
+        while i < n and len(self._last) < LAST_POINTS:
+            self.candidate(first_line + i, texts[i], parsed[i])
+            i += 1
+        if i == n:
+            return
+        held = self._last  # read as it is until the end, then extended
+        start, m, seen = first_line + i - len(held), n - i, self._seen
+
+        def item(j: int) -> tuple[int, str, Parsed | None]:
+            if j < len(held):
+                return held[j]
+            k = i + j - len(held)
+            return (start + j, texts[k], parsed[k])
+
+        j = -(seen + 1 - LAST_POINTS) % self._stride
+        while j < m and self._stride == 1:  # every one is kept: slices, not one by one
+            k = min(m - j, max(1, MAX_POINTS - len(self._points) - len(self._pending)))
+            self._pending.extend(item(x) for x in range(j, min(j + k, len(held))))
+            if j + k > len(held):
+                a, b = max(j, len(held)) - len(held) + i, j + k - len(held) + i
+                self._pending.extend(
+                    zip(range(first_line + a, first_line + b), texts[a:b], parsed[a:b], strict=True)
+                )
+            j += k
+            if len(self._points) + len(self._pending) >= MAX_POINTS:
+                self._parse_pending()  # the parses may halve the points and the stride
+        j += -(seen + j + 1 - LAST_POINTS) % self._stride  # the next one the stride keeps
+        while j < m:
+            self._pending.append(item(j))
+            if len(self._points) + len(self._pending) >= MAX_POINTS:
+                self._parse_pending()  # the parses may halve the points and the stride
+            j += 1
+            j += -(seen + j + 1 - LAST_POINTS) % self._stride
+        self._seen = seen + m
+        a = max(i, n - LAST_POINTS)  # the new lines that stay held (the deque drops the rest)
+        held.extend(zip(range(first_line + a, first_line + n), texts[a:], parsed[a:], strict=True))
 
     def _parse_pending(self) -> None:
         pending, self._pending = self._pending, []
-        for line_no, text in pending:
-            self._keep(line_no, text)
+        for line_no, text, parsed in pending:
+            self._keep(line_no, text, parsed)
 
-    def _keep(self, line_no: int, text: str) -> None:
-        point = _point(line_no, text)
-        if point is None:
-            return
-        self._points.append(point)
+    def _keep(self, line_no: int, text: str, parsed: Parsed | None) -> None:
+        if parsed is not None:
+            self._points.append((line_no, *parsed))
+        else:
+            point = _point(line_no, text)
+            if point is None:
+                return
+            self._points.append(point)
         if len(self._points) >= MAX_POINTS:
             self._points = self._points[::2]
             self._stride *= 2
 
     def timeline(self, lines: int, source: str = "") -> Timeline:
         self._parse_pending()
-        tail = [p for p in (_point(n, t) for n, t in self._last) if p is not None]
+        tail = [
+            p
+            for p in (_point(n, t) if k is None else Point(n, *k) for n, t, k in self._last)
+            if p is not None
+        ]
         return Timeline(
-            points=(*self._points, *tail),
+            points=(*(p if isinstance(p, Point) else Point(*p) for p in self._points), *tail),
             running=tuple(self._running),
             finished_line=self._finished,
             lines=lines,

@@ -116,6 +116,18 @@ class Matcher:
             return ()
         return self._try(text, candidates)
 
+    def silent(self, shape: bytes) -> bool:
+        """No line of this shape (``line_shape``; a line of at most ``MAX_LINE`` characters)
+        can match: ``match`` of any of them is empty, whatever its digits."""
+        memo = self._memo
+        found = memo.get(shape)
+        if found is None:
+            found = self._candidates(shape.decode("utf-8", "surrogatepass"))
+            if len(memo) >= _MEMO_SIZE:
+                memo.clear()
+            memo[shape] = found
+        return not found
+
     def _candidates(self, shape: str) -> tuple[int, ...]:
         """Indices of the signatures with a keyword in ``shape`` (a digit-free line)."""
         gate = self._gate
