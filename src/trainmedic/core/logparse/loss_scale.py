@@ -136,6 +136,7 @@ class LossScaleTracker:
     """Fed the lines ``wants`` accepted, with the progress reports counted so far."""
 
     __slots__ = (
+        "_falling",
         "_first_of_file",
         "_form",
         "_iteration",
@@ -147,7 +148,6 @@ class LossScaleTracker:
         "_seen",
         "_skips",
         "_start",
-        "_falling",
     )
 
     def __init__(self) -> None:
