@@ -32,6 +32,7 @@ from trainmedic.core.logparse.collect import Collector, ScanLimits
 from trainmedic.core.logparse.collective import CollectiveTrace, CollectiveTracker
 from trainmedic.core.logparse.elastic import ChildFailure, ChildFailureTracker
 from trainmedic.core.logparse.evidence import EvidenceCollector, EvidenceLine, may_be_evidence
+from trainmedic.core.logparse.loss_scale import LossScaleTracker
 from trainmedic.core.logparse.plain import plain_words
 from trainmedic.core.logparse.prefix import REFERENCE_YEAR, full_date_year, parse_prefix
 from trainmedic.core.logparse.results import ResultTableTracker, may_be_table_row
@@ -53,7 +54,7 @@ _MAX_RANKS = 100_000
 _SHAPES = 1 << 14
 _SHAPE_MAX = 4096  # longer lines are not memoised (the matcher's own bound)
 _EVIDENCE, _STRUCTURED, _PROGRESS, _TIMELINE, _COLLECTIVE, _STACK = 1, 2, 4, 8, 16, 32
-_RESULT = 64
+_RESULT, _SCALER = 64, 128
 _PLAIN_STEP = 1 << 10  # (LineScanner._plain_shape) a line the progress tracker counts
 _STEP_WORDS = ("iter", "step", "Iter", "Step")
 
@@ -69,6 +70,7 @@ def _kinds(raw: bytes, text: str, structured: StructuredScan) -> int:
         | (_COLLECTIVE if CollectiveTracker.wants(text) else 0)
         | (_STACK if StackDumpTracker.wants(text) else 0)
         | (_RESULT if may_be_table_row(text) else 0)
+        | (_SCALER if LossScaleTracker.wants(text) else 0)
     )
 
 
@@ -199,6 +201,7 @@ class LineScanner:
         self._timeline = TimelineTracker()
         self._collectives = CollectiveTracker()
         self._stacks = StackDumpTracker()
+        self._scaler = LossScaleTracker()
         self._ignoring = False  # inside a traceback that follows "Exception ignored in: ..."
         self._bars = BarRestart()
         self.attempt_line = self.line_no  # the line the current attempt starts after
@@ -334,6 +337,8 @@ class LineScanner:
                 self._timeline.observe(line_no, text)
         if kinds & _COLLECTIVE:
             self._collectives.observe(line_no, text)
+        if kinds & _SCALER:
+            self._scaler.feed(line_no, text, progress.reports)
         if kinds & _RESULT and not tracebacks.active:
             self._results.feed(text[parse_prefix(text).body_start :])
         if kinds & _STACK or self._stacks.active:
@@ -431,6 +436,9 @@ class LineScanner:
 
     def _timeline_now(self) -> Timeline:
         timeline = self._timeline.timeline(self.line_no, self.path)
+        run = self._scaler.run(self._progress.reports)
+        if run is not None:
+            timeline = replace(timeline, scaler_run=run)
         cut = self._tracebacks.open_unit()
         if cut is None or not self._ends_at(cut[1]):
             return timeline

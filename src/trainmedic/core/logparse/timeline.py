@@ -25,6 +25,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from trainmedic.core.logparse.loss_scale import ScalerRun
 from trainmedic.core.logparse.prefix import parse_prefix
 from trainmedic.core.logparse.progress import parse_progress
 
@@ -166,6 +167,9 @@ class Timeline:
     # its first line and its frames, innermost last. Set by the scan, not the tracker.
     cut_traceback_line: int | None = None
     cut_traceback: tuple[str, ...] = ()
+    # The last run of skipped steps a dynamic loss scaler reported (``loss_scale.py``), when
+    # the last scaler report was a skip. Set by the scan, not the tracker.
+    scaler_run: ScalerRun | None = None
 
 
 def _loss(text: str) -> float | None:
