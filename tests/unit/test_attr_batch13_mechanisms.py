@@ -50,7 +50,7 @@ FAILURES: dict[str, tuple[str, Category]] = {
         Category.SCHEDULER,
     ),
     "start_estimate_in_words": (
-        "queue notice: estimated start time is in 3 days (fairshare)\n",
+        "queue notice: Estimated start time is in 3 days (fairshare)\n",
         Category.SCHEDULER,
     ),
     "rccl_assertion_in_its_source": (
