@@ -35,7 +35,7 @@ FAILURES: dict[str, tuple[str, Category]] = {
         Category.STORAGE,
     ),
     "http_client_remote_disconnected": (
-        "  File \"/usr/lib/python3.10/http/client.py\", line 287, in _read_status\n"
+        '  File "/usr/lib/python3.10/http/client.py", line 287, in _read_status\n'
         "http.client.RemoteDisconnected: Remote end closed connection without response\n",
         Category.STORAGE,
     ),
