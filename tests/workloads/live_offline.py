@@ -9,7 +9,11 @@ them, and sets its verdict beside the incident the service stored for the job's 
 in those files (``analyze`` judges a log that spans attempts on its last one).
 
 What the live service may know that files cannot say is left out of the comparison: a
-verdict resting on the scheduler's word (a node the scheduler marked DOWN).
+verdict resting on the scheduler's word (a node the scheduler marked DOWN), and a node's
+kernel line another job's incident already holds (one Xid explains one incident: the live
+engine does not charge it to a job that landed on the node seconds later, within the
+lookback that ``--since`` allows; ``analyze`` of the files alone cannot know it was used, so
+such lines are left out of the node's log handed to it).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainmedic.core.model import EvidenceSource
 from trainmedic.store import IncidentRecord, Store
 
 
@@ -52,10 +57,14 @@ class Comparison:
 
 
 def analyze_files(
-    files: Sequence[Path], kernel_logs: Mapping[str, Path], since: float | None = None
+    files: Sequence[Path],
+    kernel_logs: Mapping[str, Path],
+    since: float | None = None,
+    used: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """``trainmedic analyze --json`` over copies of ``files`` and ``<node>/kern.log``
-    (``since``: the attempt's start, ``--since``: the kernel logs scoped to it)."""
+    (``since``: the attempt's start, ``--since``: the kernel logs scoped to it; ``used``:
+    kernel lines other jobs' incidents hold, left out)."""
     with tempfile.TemporaryDirectory(prefix="tm-analyze-") as tmp:
         root = Path(tmp)
         for path in files:
@@ -64,7 +73,12 @@ def analyze_files(
         for node, path in kernel_logs.items():
             if path.exists():  # read, even empty: no OOM record there is evidence too
                 (root / node).mkdir()
-                shutil.copy(path, root / node / "kern.log")
+                kept = [
+                    line
+                    for line in path.read_text(errors="replace").splitlines(keepends=True)
+                    if line.strip() not in used
+                ]
+                (root / node / "kern.log").write_text("".join(kept))
         done = subprocess.run(
             [sys.executable, "-m", "trainmedic.cli.main", "analyze", str(root), "--json"]
             + ([] if since is None else ["--since", repr(since)]),
@@ -109,7 +123,14 @@ def compare_with_analyze(
     # The attempt's start, as the service recorded it: the nodes' kernel logs count from
     # there, as the live engine reads them (their older lines are other jobs' and attempts').
     since = attempt.started_at if attempt is not None else None
+    used = frozenset(
+        event.text.strip()
+        for other in store.list_incidents()
+        if other.job_id != job_id
+        for event in (*((other.root_cause,) if other.root_cause else ()), *other.evidence)
+        if event.evidence is EvidenceSource.KERNEL_LOG
+    )
     return Comparison(
         incident,
-        analyze_files(files, {n: p for n, p in kernels.items() if n in nodes}, since),
+        analyze_files(files, {n: p for n, p in kernels.items() if n in nodes}, since, used),
     )
