@@ -19,11 +19,12 @@ scale was driven below the calibrated range), under the stop threshold.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from trainmedic.core.attribute.phase import PhaseFinding
 from trainmedic.core.logparse.loss_scale import ScalerRun
 from trainmedic.core.logparse.timeline import Timeline
-from trainmedic.core.model import Category, Kind
+from trainmedic.core.model import Category, Event, Kind
 
 RUN_MIN = 5
 """Skipped steps in a row, the scale never raised, that make a divergence."""
@@ -57,7 +58,20 @@ def _scale(value: float | None) -> str:
     return "?" if value is None else f"{value:g}"
 
 
-def scaler_diverged(timelines: Sequence[Timeline]) -> PhaseFinding | None:
+OVERFLOW_SKIP = "nan.loss_scale_overflow"
+"""The catalogue's context line for a skipped step: the evidence a scaler's run is shown by."""
+
+
+def scaler_diverged(timelines: Sequence[Timeline], events: Sequence[Event]) -> PhaseFinding | None:
+    """A loss scaler that kept overflowing, shown by its last skip line among ``events``."""
+    finding = _diverged_run(timelines)
+    if finding is None:
+        return None
+    skips = [e for e in events if e.signature == OVERFLOW_SKIP]
+    return replace(finding, evidence=skips[-1]) if skips else finding
+
+
+def _diverged_run(timelines: Sequence[Timeline]) -> PhaseFinding | None:
     for tl in timelines:
         run = tl.scaler_run
         if run is None or not _diverged(run):

@@ -197,7 +197,7 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
         return _from_root(first, events, facts, confidence_cap=0.4, note=note)
     finding = (
         loss_diverged(facts.timelines)
-        or _scaler_diverged(events, facts)
+        or scaler_diverged(facts.timelines, events)
         or stalled_while_running(facts.timelines)
     )
     if finding is not None:
@@ -239,19 +239,6 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
             return _from_finding(finding, events, facts, (), layer="mechanism (unfinished)")
         return NO_FAILURE
     return _from_evidence(found, events, facts)
-
-
-def _scaler_diverged(events: Sequence[Event], facts: JobFacts) -> PhaseFinding | None:
-    """A loss scaler that kept overflowing (``overflow.py``), shown by its last skip line."""
-    finding = scaler_diverged(facts.timelines)
-    if finding is None:
-        return None
-    skips = [e for e in events if e.signature == OVERFLOW_SKIP]
-    return replace(finding, evidence=skips[-1]) if skips else finding
-
-
-OVERFLOW_SKIP = "nan.loss_scale_overflow"
-"""The catalogue's context line for a skipped step: the evidence a scaler's run is shown by."""
 
 
 _EXIT_REPORTS = frozenset({"slurm.task_exited", "elastic.failure_exitcode"})

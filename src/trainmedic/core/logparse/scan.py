@@ -43,6 +43,7 @@ from trainmedic.core.logparse.timeline import Parsed, Timeline, TimelineTracker
 from trainmedic.core.logparse.traceback import START as TRACEBACK_START
 from trainmedic.core.logparse.traceback import TracebackTracker
 from trainmedic.core.logparse.tracker import ProgressTracker
+from trainmedic.core.logparse.wrap import WRAP_MIN, is_wrap
 from trainmedic.core.model import Event
 from trainmedic.core.signatures.matcher import MAX_LINE, Matcher, default_matcher, line_shape
 
@@ -124,26 +125,6 @@ def _view(text: str) -> str:
         return text
     half = MATCH_CHARS // 2
     return text[:half] + "\n" + text[-half:]
-
-
-WRAP_MIN = 80
-"""Shorter lines are never taken for terminal-wrapped ones."""
-
-
-def _is_wrap(prev: str, text: str, widths: dict[int, int]) -> bool:
-    """Whether ``text`` continues ``prev``, a line cut by a terminal at its width.
-
-    A pasted terminal cuts every long line at one width, mid-word: ``prev`` has a width seen
-    at least twice, ends inside a word, ``text`` starts inside one and carries no prefix.
-    """
-    width = len(prev)
-    if width < WRAP_MIN or widths.get(width, 0) < 2 or not text:
-        return False
-    if not (prev[-1].isalnum() and text[0].isalnum()):
-        return False
-    if text[4:5] == "-" and text[:4].isdigit():
-        return False  # an ISO date ("2026-11-29T..."): a line of its own, never a cut
-    return parse_prefix(text).body_start == 0
 
 
 class LineScanner:
@@ -302,7 +283,7 @@ class LineScanner:
             len(prev) >= WRAP_MIN
             and text[:1].isalnum()
             and prev[-1].isalnum()
-            and _is_wrap(prev, text, widths)
+            and is_wrap(prev, text, widths)
         ):
             joined = prev + text
             hits = self._match(_view(joined))
