@@ -11,12 +11,11 @@ a family of messages fails here and names the file.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from tests.unit.labelled_sets import assert_well_formed
 
-from trainmedic.core.model import Category
 from trainmedic.offline.evaluate import Summary, evaluate, format_summary, read_labels, summary
 
 REFSET = Path(__file__).resolve().parents[1] / "data" / "refset_hw"
@@ -30,18 +29,7 @@ def refset() -> Summary:
 
 
 def test_refset_labels_are_well_formed() -> None:
-    labels = read_labels(REFSET)
-    assert len(labels) >= 150
-    assert len({label.file for label in labels}) == len(labels)
-    categories = {str(c) for c in Category} | {"none"}
-    for label in labels:
-        assert (REFSET / label.file).is_file(), label.file
-        assert label.category in categories, label
-        assert label.confidence in ("high", "medium", "low"), label
-    for line in (REFSET / "labels.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        assert {"file", "source_url", "category", "failure_kind", "implicated"} <= set(row)
-        assert row["source_url"].startswith("https://"), row
+    assert_well_formed(REFSET, 150)
 
 
 def test_refset_category_accuracy_floor(refset: Summary) -> None:
