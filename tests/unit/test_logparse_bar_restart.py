@@ -41,6 +41,10 @@ def restarts(lines: list[str]) -> list[bool]:
         [training(101), training(200), epoch(12, 1)],  # resumed mid-epoch
         [training(0), training(0), epoch(0, 0), epoch(0, 1)],  # a first run's first draws
         [epoch(5, 7) + " Validation DataLoader 0: 3/50", "Epoch 3 of 9 done"],  # no bar after
+        # every epoch's start: tqdm's reset draws 0 under the old label, then the new label
+        [epoch(9, 199), epoch(9, 200), epoch(9, 0), epoch(10, 0), epoch(10, 1)],
+        # the restored batches' bar reset as the resumed fit turns to epoch bars
+        [training(199), training(200), training(0), epoch(11, 0), epoch(11, 1)],
     ],
 )
 def test_one_run_of_the_bar_never_restarts(lines: list[str]) -> None:
@@ -53,7 +57,8 @@ def test_one_run_of_the_bar_never_restarts(lines: list[str]) -> None:
         ([epoch(7, 47), training(198), training(199)], 1),  # a resumed fit after epoch bars
         ([epoch(4, 6), epoch(3, 1), epoch(3, 2)], 1),  # resumed with the label a lap behind
         ([training(150), training(151), training(101)], 2),  # resumed again, mid-epoch
-        ([epoch(7, 47), training(0), training(198)], 1),  # the fit's first, empty draw
+        # the fit's first, empty draw holds no position: its first counted draw restarts
+        ([epoch(7, 47), training(0), training(198)], 2),
     ],
 )
 def test_a_bar_drawn_again_from_an_earlier_position_is_a_new_run(lines: list[str], at: int) -> None:
@@ -74,3 +79,15 @@ def test_a_scan_of_the_bar_file_keeps_the_last_attempt_only(tmp_path: Path) -> N
     assert verdict.root_cause is not None
     assert verdict.root_cause.signature != "nvrm.xid", verdict
     assert verdict.category.value == "application", verdict
+
+
+def test_a_line_before_an_epoch_boundary_stays_in_its_attempt(tmp_path: Path) -> None:
+    """Seen on the lab cluster: rank 3 printed an Xid into stdout glued to a bar redraw two
+    steps before the epoch ended; the epoch's reset draw ("Epoch 9: 0/200") read as a new run,
+    and ``analyze`` left the Xid out while the live verdict held it."""
+    bars = [epoch(9, n) for n in range(190, 199)] + [epoch(9, 199)[:40] + XID]
+    after = [epoch(9, 199), epoch(9, 200), epoch(9, 0), epoch(10, 0), epoch(10, 1), epoch(10, 2)]
+    text = "\r".join(bars) + "\n" + "\r".join(after) + "\n"
+    lines = [line.encode() for line in text.replace("\r", "\n").splitlines()]
+    scan = scan_lines(lines, "job.out")
+    assert "nvrm.xid" in [e.signature for e in scan.events], scan.events

@@ -112,7 +112,8 @@ class BarRestart:
     n/?`` (drawn only by a fit that just started) counts up, and a ``Training`` bar turns into
     ``Epoch`` bars, never the other way. So a ``Training`` draw after an ``Epoch`` bar or below
     the previous ``Training`` count, or an ``Epoch`` bar before the previous one, begins a new
-    attempt (the live engine, reading one attempt's lines, never sees one)."""
+    attempt (the live engine, reading one attempt's lines, never sees one). A draw at 0
+    is the bar's reset (every epoch's start draws one under the old label), not a position."""
 
     __slots__ = ("_labelled", "_training")
 
@@ -126,6 +127,12 @@ class BarRestart:
         if bar is None:
             return False
         count = int(bar.group(2))
+        if count == 0:
+            # tqdm's reset: Lightning draws the bar at 0 under the old label at every epoch's
+            # start ("Epoch 9: 0/200" after "Epoch 9: 200/200", "Training: 0/?" after the
+            # restored batches) and as a fit's first draw. A zero holds no position: a new
+            # run shows at its first counted draw.
+            return False
         if bar.group(1) is None:
             new = self._labelled is not None or (
                 self._training is not None and count < self._training
