@@ -256,6 +256,9 @@ def _died_in_setup(
     evidence = exits[0] if exits else found.event if found is not None else None
     if evidence is None:
         return None
+    # A benchmark that printed its result table's header had its communicators set up.
+    if any(t.bench_started and t.nccl_connected for t in facts.timelines):
+        return None
     benches = [t.bench_rows for t in facts.timelines if t.bench_started]
     finding = died_in_nccl_setup(facts.progress, max(benches, default=None))
     return None if finding is None else replace(finding, evidence=evidence)

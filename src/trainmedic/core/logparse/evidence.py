@@ -160,6 +160,11 @@ _NOT_FAILURE = re.compile(
     # its section headings ("ECC Errors") and the detail lines of a record the catalogue reads
     # (AER's "error status/mask=")
     r"|^\s*(?-i:(?:[A-Z][A-Za-z0-9]* )+Errors)\s*$|\berror status/mask="
+    # a device that lacks an optional feature answering a capability query (NVML's "Not
+    # Supported", its own status for it) and a warning that names its cost as performance
+    # only: the library goes on without it (an integrated GPU, a virtual function)
+    r"|\bnvml\w*\(.*\)\s*failed\s*:\s*(?-i:Not Supported)\s*$|\bmay (?:affect|impact|degrade|reduce)"
+    r" (?:the )?performance\b"
     # a command someone typed (a shell prompt, the Python REPL): input, not what happened
     r"|^\s*(?:\$|[\w.-]+@[\w.-]+:\S*[$#]|>>>)\s+\S"
 )

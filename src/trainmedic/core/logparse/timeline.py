@@ -109,6 +109,8 @@ _TRIGGERS = (
     " bfloat16 ",
     "NCCL",
     "Avg bus bandwidth",
+    "out-of-place",
+    "redop",
     *_ALLOC_HINTS,
 )
 # NCCL's opening lines: version, environment settings, the interfaces and plugins it picks, an
@@ -117,9 +119,15 @@ _TRIGGERS = (
 _NCCL_OPENING = re.compile(
     r"[NR]CCL version|\bset (?:by environment )?to\b|: Using \[|NET/Plugin|No plugin found"
     r"|[Ff]ailed to (?:open|dlopen|load) \S*lib|cudaDriverVersion|Bootstrap\s*:|[Pp]lugin\b"
+    # the transport it chose ("Using network IB"): said once the interfaces were listed, before
+    # it connects to a single peer
+    r"|\bUsing network \w+"
 )
 # The communicator was formed and used: torn down cleanly, or a benchmark summed up its run.
 _NCCL_USED = re.compile(r"Destroy COMPLETE|Avg bus bandwidth|Out of bounds values")
+# nccl-tests / rccl-tests print their result table's header once the communicators are
+# initialised (after the device table and NCCL's own init), before the first size is run.
+_BENCH_HEADER = re.compile(r"#\s*size\s+count\s+type\s+redop\b|#\s+out-of-place\s+in-place\b")
 # an nccl-tests / rccl-tests result row: size, count, type, redop, ...
 _BENCH_ROW = re.compile(
     r"^\s*\d+\s+\d+\s+(?:float|half|bfloat16|double|u?int\d*)\s+(?:sum|prod|min|max|avg|none)\s"
@@ -273,6 +281,8 @@ class TimelineTracker:
             self._past_opening = not _NCCL_OPENING.search(text)
         if "# Using devices" in text:
             self._bench = True
+        if self._bench and _BENCH_HEADER.search(text):
+            self._connected = True  # its communicators were set up
         if _BENCH_ROW.match(text):
             # a result row: the collective ran, so the communicator had been set up
             self._connected = True
