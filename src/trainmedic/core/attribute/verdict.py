@@ -28,6 +28,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from trainmedic.core.attribute.bench_copies import benchmark_copies
 from trainmedic.core.attribute.blocked import blocked_task
 from trainmedic.core.attribute.collective import collective_finding, nccl_trace_desync
 from trainmedic.core.attribute.culprit import Culprit, find_culprit, first_real_failure
@@ -237,6 +238,9 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
         )
         if finding is not None:
             return _from_finding(finding, events, facts, (), layer="mechanism (unfinished)")
+        finding = benchmark_copies(facts.timelines)
+        if finding is not None:
+            return _from_finding(finding, events, facts, (), layer="mechanism (benchmark)")
         return NO_FAILURE
     return _from_evidence(found, events, facts)
 
