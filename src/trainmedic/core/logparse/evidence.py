@@ -169,8 +169,8 @@ _NOT_FAILURE = re.compile(
     # a device that lacks an optional feature answering a capability query (NVML's "Not
     # Supported", its own status for it) and a warning that names its cost as performance
     # only: the library goes on without it (an integrated GPU, a virtual function)
-    r"|\bnvml\w*\(.*\)\s*failed\s*:\s*(?-i:Not Supported)\s*$|\bmay (?:affect|impact|degrade|reduce)"
-    r" (?:the )?performance\b"
+    r"|\bnvml\w*\(.*\)\s*failed\s*:\s*(?-i:Not Supported)\s*$"
+    r"|\bmay (?:affect|impact|degrade|reduce) (?:the )?performance\b"
     # a command someone typed (a shell prompt, the Python REPL): input, not what happened
     r"|^\s*(?:\$|[\w.-]+@[\w.-]+:\S*[$#]|>>>)\s+\S"
 )
