@@ -43,9 +43,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from trainmedic.core.attribute.culprit import collective_position, first_real_failure
+from trainmedic.core.attribute.evidence import EvidenceFinding
+from trainmedic.core.attribute.facts import JobFacts
 from trainmedic.core.logparse.elastic import SIGKILL_EXITS, ChildFailure
 from trainmedic.core.logparse.summary import ProgressSummary
 from trainmedic.core.model import Category, Event, Kind
@@ -254,6 +256,29 @@ def died_in_nccl_setup(
         "(no step, no benchmark row): a native crash in the communication stack (shared "
         "memory too small, peer mappings exhausted, a library or driver mismatch)",
     )
+
+
+_EXIT_REPORTS = frozenset({"slurm.task_exited", "elastic.failure_exitcode"})
+"""Context lines of a launcher saying a process exited non-zero (no cause of their own)."""
+
+
+def died_in_setup(
+    found: EvidenceFinding | None, events: Sequence[Event], facts: JobFacts
+) -> PhaseFinding | None:
+    """Failure lines that name no category, or a launcher's exit report, while NCCL's setup
+    was the last thing printed: a death, not a hang, in the setup."""
+    if found is not None and found.category is not Category.UNKNOWN:
+        return None
+    exits = [e for e in events if e.signature in _EXIT_REPORTS]
+    evidence = exits[0] if exits else found.event if found is not None else None
+    if evidence is None:
+        return None
+    # A benchmark that printed its result table's header had its communicators set up.
+    if any(t.bench_started and t.nccl_connected for t in facts.timelines):
+        return None
+    benches = [t.bench_rows for t in facts.timelines if t.bench_started]
+    finding = died_in_nccl_setup(facts.progress, max(benches, default=None))
+    return None if finding is None else replace(finding, evidence=evidence)
 
 
 _CLOSED_BY_PEER = re.compile(r"(?i)closed by (?:the )?remote|reset by peer|connection abort")

@@ -28,6 +28,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from trainmedic.core.attribute.bench_copies import benchmark_copies
 from trainmedic.core.attribute.blocked import blocked_task
 from trainmedic.core.attribute.collective import collective_finding, nccl_trace_desync
 from trainmedic.core.attribute.culprit import Culprit, find_culprit, first_real_failure
@@ -39,6 +40,7 @@ from trainmedic.core.attribute.phase import (
     PhaseFinding,
     comm_init_failed,
     died_in_nccl_setup,
+    died_in_setup,
     fabric_never_worked,
     killed_first,
     setup_divergence,
@@ -223,7 +225,7 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
     found = _read_evidence(events, facts)
     finding = (
         rendezvous_never_completed(facts.timelines, facts.progress)
-        or _died_in_setup(found, events, facts)
+        or died_in_setup(found, events, facts)
         or silence_after_init(facts.progress)
         or (None if connected or not opened else stuck_in_nccl_setup(facts.progress))
     )
@@ -237,28 +239,11 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
         )
         if finding is not None:
             return _from_finding(finding, events, facts, (), layer="mechanism (unfinished)")
+        finding = benchmark_copies(facts.timelines)
+        if finding is not None:
+            return _from_finding(finding, events, facts, (), layer="mechanism (benchmark)")
         return NO_FAILURE
     return _from_evidence(found, events, facts)
-
-
-_EXIT_REPORTS = frozenset({"slurm.task_exited", "elastic.failure_exitcode"})
-"""Context lines of a launcher saying a process exited non-zero (no cause of their own)."""
-
-
-def _died_in_setup(
-    found: EvidenceFinding | None, events: Sequence[Event], facts: JobFacts
-) -> PhaseFinding | None:
-    """Failure lines that name no category, or a launcher's exit report, while NCCL's setup
-    was the last thing printed: a death, not a hang, in the setup."""
-    if found is not None and found.category is not Category.UNKNOWN:
-        return None
-    exits = [e for e in events if e.signature in _EXIT_REPORTS]
-    evidence = exits[0] if exits else found.event if found is not None else None
-    if evidence is None:
-        return None
-    benches = [t.bench_rows for t in facts.timelines if t.bench_started]
-    finding = died_in_nccl_setup(facts.progress, max(benches, default=None))
-    return None if finding is None else replace(finding, evidence=evidence)
 
 
 def _warned_at_exit(teardown: Sequence[Event], facts: JobFacts) -> bool:

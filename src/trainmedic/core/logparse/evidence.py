@@ -62,6 +62,12 @@ _WORDS = re.compile(
     r"|[Ss]ensor (?:degraded|failed|failure)"
     r"|[Ee]xpelled|[Ll]ease (?:has )?expired|[Rr]eset is required|[Nn]eeds? (?:a )?reset"
     r"|\b[Jj]ob <?\d[\w.\[\]>]* (?:was )?deleted\b|[Aa]llocation (?:has )?expired"
+    # the batch system's own word that it removed the job (PBS/Torque mail and MOM: "Job
+    # deleted at request of root@host") or that a job went over a limit it enforces ("job 12
+    # exceeded MEM usage hard limit (2528 > 1126)", "exceeded walltime limit")
+    r"|\b[Jj]ob (?:was )?deleted (?:at (?:the )?request|by)\b"
+    r"|\b[Ee]xceeded (?:(?:\w+ ){0,3}(?:hard|usage)|(?:its )?(?:mem\w*|vmem|pmem|walltime"
+    r"|wallclock|cput|cpu ?time)) limit\b"
     # a node the scheduler took out of service (its Reason= says why)
     r"|\bState=[\w+]*(?:DRAIN|FAIL)|[Rr]evoked|[Nn]o such device"
     # health tools' own verdicts: pages a GPU must retire, a port without link, a cluster
@@ -84,7 +90,7 @@ FAST_WORDS = (
     "uncorrectable", "unrecoverable", "redundancy lost", "overtemp", "over temp", "over-temp",
     "thermal trip", "overheat", "upper critical", "upper non-recoverable", "sensor degraded",
     "sensor fail",
-    "expelled",
+    "expelled", "exceeded",
     "lease expired", "lease has expired", "reset is required", "need reset", "needs reset",
     "need a reset", "needs a reset", "deleted", "allocation expired", "allocation has expired",
     "state=", "revoked", "no such device", "pending page", "double bit ecc", "link detected",
@@ -160,6 +166,11 @@ _NOT_FAILURE = re.compile(
     # its section headings ("ECC Errors") and the detail lines of a record the catalogue reads
     # (AER's "error status/mask=")
     r"|^\s*(?-i:(?:[A-Z][A-Za-z0-9]* )+Errors)\s*$|\berror status/mask="
+    # a device that lacks an optional feature answering a capability query (NVML's "Not
+    # Supported", its own status for it) and a warning that names its cost as performance
+    # only: the library goes on without it (an integrated GPU, a virtual function)
+    r"|\bnvml\w*\(.*\)\s*failed\s*:\s*(?-i:Not Supported)\s*$"
+    r"|\bmay (?:affect|impact|degrade|reduce) (?:the )?performance\b"
     # a command someone typed (a shell prompt, the Python REPL): input, not what happened
     r"|^\s*(?:\$|[\w.-]+@[\w.-]+:\S*[$#]|>>>)\s+\S"
 )

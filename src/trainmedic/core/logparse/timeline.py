@@ -109,6 +109,8 @@ _TRIGGERS = (
     " bfloat16 ",
     "NCCL",
     "Avg bus bandwidth",
+    "out-of-place",
+    "redop",
     *_ALLOC_HINTS,
 )
 # NCCL's opening lines: version, environment settings, the interfaces and plugins it picks, an
@@ -117,12 +119,19 @@ _TRIGGERS = (
 _NCCL_OPENING = re.compile(
     r"[NR]CCL version|\bset (?:by environment )?to\b|: Using \[|NET/Plugin|No plugin found"
     r"|[Ff]ailed to (?:open|dlopen|load) \S*lib|cudaDriverVersion|Bootstrap\s*:|[Pp]lugin\b"
+    # the transport it chose ("Using network IB"): said once the interfaces were listed, before
+    # it connects to a single peer
+    r"|\bUsing network \w+"
 )
 # The communicator was formed and used: torn down cleanly, or a benchmark summed up its run.
 _NCCL_USED = re.compile(r"Destroy COMPLETE|Avg bus bandwidth|Out of bounds values")
+# nccl-tests / rccl-tests print their result table's header once the communicators are
+# initialised (after the device table and NCCL's own init), before the first size is run.
+_BENCH_HEADER = re.compile(r"#\s*size\s+count\s+type\s+redop\b|#\s+out-of-place\s+in-place\b")
 # an nccl-tests / rccl-tests result row: size, count, type, redop, ...
 _BENCH_ROW = re.compile(
-    r"^\s*\d+\s+\d+\s+(?:float|half|bfloat16|double|u?int\d*)\s+(?:sum|prod|min|max|avg|none)\s"
+    r"^\s*(\d+\s+\d+\s+(?:float|half|bfloat16|double|u?int\d*)\s+(?:sum|prod|min|max|avg|none)"
+    r"\s+\S+)\s"
 )
 
 
@@ -158,6 +167,9 @@ class Timeline:
     nccl_connected: bool = False  # NCCL said it connected all rings/trees: setup finished
     bench_started: bool = False  # nccl-tests / rccl-tests printed its device table
     bench_rows: int = 0  # and this many result rows
+    # result rows that repeat the row on the line before (same size, type, op and root): copies
+    # of the benchmark running side by side (``attribute/bench_copies.py``)
+    bench_repeats: int = 0
     nccl_past_opening: bool = False  # an NCCL line beyond its opening ones (see _NCCL_OPENING)
     init_started_line: int | None = None  # the last "forming the process group" line
     init_done_line: int | None = None  # the last "the process group formed" line
@@ -207,12 +219,14 @@ class TimelineTracker:
         "_alloc_granted",
         "_alloc_wait",
         "_bench",
+        "_bench_repeats",
         "_bench_rows",
         "_connected",
         "_finished",
         "_init_done",
         "_init_started",
         "_last",
+        "_last_row",
         "_past_opening",
         "_pending",
         "_points",
@@ -235,6 +249,8 @@ class TimelineTracker:
         self._past_opening = False
         self._bench = False
         self._bench_rows = 0
+        self._bench_repeats = 0
+        self._last_row: tuple[int, str] = (-2, "")
         self._init_started: int | None = None
         self._init_done: int | None = None
         self._alloc_wait: int | None = None
@@ -273,11 +289,20 @@ class TimelineTracker:
             self._past_opening = not _NCCL_OPENING.search(text)
         if "# Using devices" in text:
             self._bench = True
-        if _BENCH_ROW.match(text):
+        if self._bench and _BENCH_HEADER.search(text):
+            self._connected = True  # its communicators were set up
+        row = _BENCH_ROW.match(text)
+        if row is not None:
             # a result row: the collective ran, so the communicator had been set up
             self._connected = True
             if self._bench:
                 self._bench_rows += 1
+            # One run reports each (size, type, op, root) once; the same row again on the very
+            # next line is another copy of the benchmark writing to the same stream.
+            key = " ".join(row.group(1).split())
+            if self._last_row == (line_no - 1, key):
+                self._bench_repeats += 1
+            self._last_row = (line_no, key)
         if any(hint in text for hint in _INIT_HINTS):  # most observed lines are NCCL's
             if _INIT_START.search(text):
                 self._init_started = line_no
@@ -377,6 +402,7 @@ class TimelineTracker:
             nccl_past_opening=self._past_opening,
             bench_started=self._bench,
             bench_rows=self._bench_rows,
+            bench_repeats=self._bench_repeats,
             init_started_line=self._init_started,
             init_done_line=self._init_done,
             alloc_wait_line=self._alloc_wait,
