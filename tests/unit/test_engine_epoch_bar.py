@@ -207,3 +207,62 @@ def test_an_attempts_last_steps_read_after_the_scheduler_says_it_failed_are_its_
     engine.observe(JobStatus(6.0, "j", JobState.PENDING, (), 1), 6.0)
     engine.observe(dataclasses.replace(_bar(_epoch(0, 18, 20)), time=6.5), 6.5)
     assert engine.progress_of("j") == (None, None)  # the next attempt has not run yet
+
+
+def test_the_killed_attempts_last_draw_read_with_the_retrys_first_is_not_the_retrys() -> None:
+    """Seen on the lab cluster (attempts 4 and 5 of the Lightning job, both last stepping at
+    2849 and failing at 2850): attempt 3 was SIGKILLed at step 2407 drawing ``Epoch 11:
+    7/200`` (its label a lap behind); that draw was terminated only by attempt 4's first
+    ``\\r`` and read with attempt 4's first chunk. Taken as attempt 4's, it set the lag before
+    the ``Training`` segment could and attempt 4 was read at 2847."""
+    clock = EpochBarClock()
+    clock.step(_bar(_epoch(0, 1, 200)))
+    clock.checkpoint(2200)
+    clock.new_attempt()  # attempt 3, resumed from 2200
+    three = [_resumed(199), _resumed(200)] + [_epoch(10, n, 200) for n in range(1, 201)]
+    three += [_epoch(11, n, 200) for n in range(1, 8)]
+    assert [clock.step(_bar(t)) for t in three][-1] == 2409
+    clock.checkpoint(2400)
+    clock.new_attempt()  # attempt 4, resumed from 2400
+    late = _bar(_epoch(11, 7, 200))
+    assert clock.stale(late) and clock.stale(late)  # drawn again with its loss
+    four = [_resumed(199), _resumed(200)] + [_epoch(e, n, 200) for e in (11, 12) for n in (1, 200)]
+    four += [_epoch(13, n, 200) for n in range(1, 48)]
+    placed = []
+    for text in four:
+        bar = _bar(text)
+        assert not clock.stale(bar), text
+        placed.append(clock.step(bar))
+    assert placed[:3] == [2401, 2402, 2403] and placed[-1] == 2849
+
+
+def test_a_new_attempts_own_draws_are_never_stale() -> None:
+    clock = EpochBarClock()
+    for n in range(1, 60):
+        clock.step(_bar(_epoch(9, n, 200)))
+    clock.checkpoint(1800)
+    clock.new_attempt()
+    first = _bar(_epoch(9, 1, 200))  # resumed at an epoch's start: before the old bar's end
+    assert not clock.stale(first)
+    assert not clock.stale(_bar(_epoch(9, 80, 200)))  # past it, but the bar already started
+    again = EpochBarClock()
+    again.step(_bar(_epoch(9, 59, 200)))
+    again.checkpoint(1900)
+    again.new_attempt()
+    assert [again.stale(_bar(_epoch(9, 59, 200))) for _ in range(4)] == [True, True, False, False]
+    fresh = EpochBarClock()  # the first attempt has no previous bar
+    assert not fresh.stale(_bar(_epoch(3, 5, 20)))
+    fresh.new_attempt()  # nor an attempt whose predecessor drew no labelled bar
+    assert not fresh.stale(_bar(_epoch(3, 5, 20)))
+
+
+def test_the_engine_leaves_the_killed_attempts_late_draw_out_of_the_retry() -> None:
+    engine = Engine(SMALL_JOB, settle_s=0.5)
+    engine.watch("j")
+    _attempt(engine, 0, 0.0, [_epoch(0, n, 200) for n in range(1, 60)])
+    engine.observe(CheckpointSaved(9.0, "j", 2400), 9.0)
+    late = [_epoch(0, 59, 200), _epoch(0, 59, 200)]  # attempt 0's last draw, read late
+    retry = late + [_resumed(199), _resumed(200)] + [_epoch(0, n, 200) for n in range(1, 48)]
+    assert _attempt(engine, 1, 10.0, retry) == 2449
+    first, _ = engine.progress_of("j")
+    assert first is not None and first.iteration == 2401  # not the late draw's

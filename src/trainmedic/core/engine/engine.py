@@ -186,7 +186,7 @@ class Engine:
                 track.stale_log() or track.read_again(obs)
             ):
                 return  # the lost attempt's last lines: not progress of the new one
-            if isinstance(obs, Progress) and track.between_attempts():
+            if isinstance(obs, Progress) and (track.between_attempts() or track.bar.stale(obs)):
                 return
             if isinstance(obs, CheckpointSaved) and not obs.in_progress:
                 track.bar.checkpoint(obs.iteration)

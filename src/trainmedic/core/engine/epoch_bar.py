@@ -35,11 +35,26 @@ what it draws after the resume is a step each time its count moves on:
 
 Without a checkpoint to resume from, a count is taken as it is (no worse than before). The
 clock is pure: the engine feeds it checkpoints, attempts and bars.
+
+A draw is terminated by the next draw's ``\r``, so the last draw of an attempt that was
+killed (no teardown closed its bar) is read only when the next attempt draws its first one,
+in the same chunk: seen on the lab cluster as ``Epoch 11: 7/200`` (the killed attempt's
+step 2407) read just before the retry's ``Training: 0/?``. Placed as the retry's, it fixed
+the retry's whole-epoch lag before its ``Training`` segment could, and every later step of
+the retry was read two short (2847 for 2849: the deterministic error was then not "the same
+iteration" and was retried once more). A new attempt's bar starts over (at 0, then a resumed
+fit's ``Training`` count or an epoch at or before the resume point), never past where the
+previous attempt's bar stood; so until the new attempt has drawn a position of its own, a
+labelled draw at or past the previous attempt's furthest one is that attempt's (``stale``).
 """
 
 from __future__ import annotations
 
 from trainmedic.core.observations import Progress
+
+# The previous attempt's draws a new attempt's first chunk may hold: its last, unterminated
+# draw, and the same step drawn again with its loss (the postfix changes, not the count).
+STALE_DRAWS = 2
 
 
 class EpochBarClock:
@@ -51,9 +66,13 @@ class EpochBarClock:
         "_epoch_len",
         "_last",
         "_newest",
+        "_opened",
+        "_previous_bar",
+        "_raw",
         "_resumed_from",
         "_segment_end",
         "_shift",
+        "_stale_left",
     )
 
     def __init__(self) -> None:
@@ -64,6 +83,10 @@ class EpochBarClock:
         self._anchor: tuple[int, int] | None = None  # (first "Training" count, its step)
         self._last: int | None = None  # the attempt's latest step read
         self._segment_end: int | None = None  # the latest step an unlabelled count placed
+        self._raw: tuple[int, int] | None = None  # the attempt's furthest "Epoch E: n" as (E, n)
+        self._previous_bar: tuple[int, int] | None = None  # the previous attempt's ``_raw``
+        self._opened = True  # the attempt's bar has drawn (the first attempt's always has)
+        self._stale_left = 0
 
     @property
     def resumed_from(self) -> int | None:
@@ -73,6 +96,30 @@ class EpochBarClock:
         """A new attempt starts from the newest checkpoint known."""
         self._resumed_from = self._newest
         self._shift = self._anchor = self._last = self._segment_end = None
+        self._previous_bar, self._raw = self._raw, None
+        self._opened = self._previous_bar is None
+        self._stale_left = STALE_DRAWS
+
+    def stale(self, progress: Progress) -> bool:
+        """``progress`` is the previous attempt's last draw, read only now (module doc): the
+        new attempt's bar has drawn no position of its own yet, and this draw is labelled at
+        or past the previous attempt's furthest. At most ``STALE_DRAWS`` per attempt, so a
+        bar that does not start over loses no more than that."""
+        count = progress.epoch_step
+        if self._opened or count is None:
+            return False
+        previous = self._previous_bar
+        if (
+            count > 0
+            and progress.epoch is not None
+            and previous is not None
+            and (progress.epoch, count) >= previous
+            and self._stale_left > 0
+        ):
+            self._stale_left -= 1
+            return True
+        self._opened = True
+        return False
 
     def checkpoint(self, iteration: int) -> None:
         """A completed checkpoint. Before the attempt's first step it is the one the attempt
@@ -89,6 +136,8 @@ class EpochBarClock:
             found = progress.iteration
         elif progress.epoch is not None and progress.epoch_len:
             found = self._labelled(progress.epoch, count, progress.epoch_len)
+            if self._raw is None or (progress.epoch, count) > self._raw:
+                self._raw = (progress.epoch, count)
         else:
             found = self._unlabelled(count)
         self._last = found if self._last is None else max(self._last, found)
