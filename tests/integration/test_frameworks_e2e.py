@@ -124,24 +124,7 @@ def runs(
         lab.close()
 
 
-LIGHTNING_OPEN = (
-    "open (stop 15): in every run of this stop's last hour the retry of Lightning's "
-    "deterministic exception was read 2 steps past the first attempt's (the resumed epoch's "
-    "first bar segment was not placed for the first attempt), so the job was stopped one "
-    "retry late; also with the log-reading branch reverted; cause not confirmed. An xfail, "
-    "said in the README and the closing note, not a pass"
-)
-
-
-@pytest.mark.parametrize(
-    "framework",
-    [
-        pytest.param(f, marks=pytest.mark.xfail(strict=False, reason=LIGHTNING_OPEN))
-        if f == "lightning"
-        else f
-        for f in FRAMEWORKS
-    ],
-)
+@pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_framework_job_through_every_fault(runs: Runs, framework: str) -> None:
     runs.result(f"test_framework_job_through_every_fault[{framework}]")
 
