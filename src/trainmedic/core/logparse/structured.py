@@ -4,8 +4,8 @@
 pods`` and the BMC's event log say what failed through *structure* (a port's state inside its
 HCA block, a counter inside an ECC section, a table column), which no single-line signature can
 read. Each format has its own small parser (``ibstat.py``, ``nvsmi.py``, ``slurmstate.py``,
-``kube.py``, ``ipmi.py``); this module runs them over a file's lines and turns what they find
-into ``Finding`` values, which the scan makes into events like any catalogue hit.
+``kube.py``, ``ipmi.py``, ``nvlink.py``); this module runs them over a file's lines and turns
+what they find into ``Finding`` values, which the scan makes into events like any catalogue hit.
 
 Cost: a parser sees a line only when it is inside one of its blocks or the line holds one of
 its trigger strings (one combined regex scan per line for all parsers).
@@ -56,6 +56,7 @@ def _parsers() -> list[BlockParser]:
     from trainmedic.core.logparse.kube import PodTableParser
     from trainmedic.core.logparse.kubenode import NodeResourcesParser
     from trainmedic.core.logparse.linkstate import LinkStateParser
+    from trainmedic.core.logparse.nvlink import NvlinkStatusParser
     from trainmedic.core.logparse.nvsmi import DcgmiDiagParser, NvidiaSmiParser
     from trainmedic.core.logparse.nvsmi_limits import GpuLimitParser
     from trainmedic.core.logparse.powersupply import PowerSupplyParser
@@ -72,6 +73,7 @@ def _parsers() -> list[BlockParser]:
         NodeResourcesParser(),
         GpuLimitParser(),
         LinkStateParser(),
+        NvlinkStatusParser(),
     ]
 
 
