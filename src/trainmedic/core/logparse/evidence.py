@@ -171,6 +171,9 @@ _NOT_FAILURE = re.compile(
     # only: the library goes on without it (an integrated GPU, a virtual function)
     r"|\bnvml\w*\(.*\)\s*failed\s*:\s*(?-i:Not Supported)\s*$"
     r"|\bmay (?:affect|impact|degrade|reduce) (?:the )?performance\b"
+    # a listing's legend naming the states its letters stand for ("Key: Up=U, Down=D"): the
+    # key to a table, not a state of anything
+    r"|^\s*(?:key|legend)\s*:\s*\w[\w ]*=\s*\S"
     # a command someone typed (a shell prompt, the Python REPL): input, not what happened
     r"|^\s*(?:\$|[\w.-]+@[\w.-]+:\S*[$#]|>>>)\s+\S"
 )
