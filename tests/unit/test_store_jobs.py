@@ -29,6 +29,15 @@ def test_register_is_an_upsert_that_keeps_registration_time(store: Store) -> Non
     assert [j.job_id for j in store.list_jobs()] == ["j1"]
 
 
+def test_register_says_whether_it_created_the_job(store: Store) -> None:
+    """The service asks a job new to the store for no attempts (it has none)."""
+    first, created = store.register_job_created("j1", "local", now=100.0)
+    assert created and first.registered_at == 100.0
+    again, created = store.register_job_created("j1", "local", now=200.0, name="renamed")
+    assert not created
+    assert again.registered_at == 100.0 and again.name == "renamed"
+
+
 def test_wal_mode_is_on(tmp_path: Path) -> None:
     db = tmp_path / "tm.db"
     Store(sqlite_url(str(db)))
