@@ -11,7 +11,7 @@ import pytest
 from trainmedic.schedulers.fake import FakeScheduler
 from trainmedic.service.config.sections import Config, ServiceConfig
 from trainmedic.service.loop import Service
-from trainmedic.store import JobSpec, Store, sqlite_url
+from trainmedic.store import JobSpec, JobStateChange, Store, sqlite_url
 
 
 def _service(tmp_path: Path) -> tuple[Service, Store]:
@@ -41,3 +41,19 @@ def test_a_job_the_store_knows_is_resumed_at_its_stored_attempt(tmp_path: Path) 
     service.register("j1", JobSpec(log_paths=(str(tmp_path / "j1.log"),)))
     track = service.engine._jobs["j1"]
     assert track.attempt_started == 5.0
+
+
+def test_a_cycle_does_not_read_the_jobs_let_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The jobs table keeps every job ever watched: a cycle reads the live ones only, so its
+    cost does not grow with the jobs that came and went."""
+    service, store = _service(tmp_path)
+    for i in range(50):
+        store.register_job(f"old{i}", "fake", now=1.0)
+        store.record_job_states([JobStateChange(f"old{i}", "COMPLETED", 0, 2.0)])
+    service, store = _service(tmp_path)  # a restart: the ended jobs are let go
+    service.register("j1", JobSpec(log_paths=(str(tmp_path / "j1.log"),)))
+    monkeypatch.setattr(store, "list_jobs", lambda: pytest.fail("the whole table read"))
+    service.cycle()
+    assert set(service.engine.jobs) == {"j1"}

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 
+from trainmedic.core.states import JobState
 from trainmedic.store import schema
 from trainmedic.store.base import DuplicateKey, NotFound, StoreBase
 from trainmedic.store.codec import attempt_from_row, job_from_row, spec_to_dict
@@ -83,6 +84,27 @@ class JobsRepository(StoreBase):
         with self._read("list jobs") as conn:
             rows = conn.execute(sa.select(_jobs).order_by(_jobs.c.registered_at)).mappings()
             return [job_from_row(r) for r in rows]
+
+    def list_live_jobs(self, watched: Collection[str] = ()) -> list[JobRecord]:
+        """``list_jobs`` less the jobs stored as ended that are not in ``watched``: every
+        job still to watch (a new registration included) and the watched ones, whatever
+        their state. What the service reads each cycle: a table that keeps every job ever
+        registered grows all the time, this stays the size of what is watched."""
+        ended = sorted(state.value for state in JobState if state.is_terminal())
+        live = sa.select(_jobs).where(_jobs.c.state.not_in(ended))
+        found: dict[str, Any] = {}
+        with self._read("list live jobs") as conn:
+            for row in conn.execute(live).mappings():
+                found[row["job_id"]] = row
+            rest = sorted(job_id for job_id in watched if job_id not in found)
+            for first in range(0, len(rest), 500):  # SQLite caps the bound parameters
+                chunk = rest[first : first + 500]
+                query = sa.select(_jobs).where(_jobs.c.job_id.in_(chunk))
+                for row in conn.execute(query).mappings():
+                    found[row["job_id"]] = row
+        # In registration order, as list_jobs.
+        rows = sorted(found.values(), key=lambda r: r["registered_at"])
+        return [job_from_row(r) for r in rows]
 
     def update_job_progress(
         self,
