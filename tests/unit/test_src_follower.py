@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any, BinaryIO
 
+import pytest
+
+from trainmedic.sources import follower as follower_module
 from trainmedic.sources.follower import TRUNCATED_MARK, LogFollower
 
 
@@ -229,3 +233,38 @@ def test_a_poll_that_reaches_the_end_reads_once(tmp_path: Path) -> None:
     assert texts(follower) == ["three"]
     assert counting.reads == 2
     follower.close()
+
+
+class _ReadSizes:
+    """A followed file that records the size of each ``read`` asked of it."""
+
+    def __init__(self, handle: BinaryIO, sizes: list[int]) -> None:
+        self._handle, self._sizes = handle, sizes
+
+    def read(self, size: int = -1) -> bytes:
+        self._sizes.append(size)
+        return self._handle.read(size)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._handle, name)
+
+
+def test_poll_reads_only_the_bytes_its_stat_showed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A poll of a few new lines asks for those bytes, in one read: not a read sized for a
+    backlog (megabytes, the cost of a poll of a thousand files), nor an empty read after."""
+    sizes: list[int] = []
+    opened = follower_module.open_regular
+    monkeypatch.setattr(
+        follower_module, "open_regular", lambda path: _ReadSizes(opened(path), sizes)
+    )
+    log = tmp_path / "a.log"
+    log.write_bytes(b"one\ntwo\n")
+    follower = LogFollower(log)
+    assert texts(follower) == ["one", "two"]
+    assert sizes == [8]
+    append(log, b"three\n")
+    assert texts(follower) == ["three"]
+    assert sizes == [8, 6]
+    assert texts(follower) == [] and sizes == [8, 6], "nothing new: no read at all"

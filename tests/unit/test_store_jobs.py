@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from trainmedic.core.errors import StoreError
-from trainmedic.store import JobSpec, NotFound, Store, sqlite_url
+from trainmedic.store import JobSpec, JobStateChange, NotFound, Store, sqlite_url
 
 
 @pytest.fixture
@@ -27,6 +27,31 @@ def test_register_is_an_upsert_that_keeps_registration_time(store: Store) -> Non
     assert again.scheduler == "slurm"
     assert again.spec.checkpoint_dir == "/ck"
     assert [j.job_id for j in store.list_jobs()] == ["j1"]
+
+
+def test_register_says_whether_it_created_the_job(store: Store) -> None:
+    """The service asks a job new to the store for no attempts (it has none)."""
+    first, created = store.register_job_created("j1", "local", now=100.0)
+    assert created and first.registered_at == 100.0
+    again, created = store.register_job_created("j1", "local", now=200.0, name="renamed")
+    assert not created
+    assert again.registered_at == 100.0 and again.name == "renamed"
+
+
+def test_live_jobs_leave_out_the_ended_ones_not_watched(store: Store) -> None:
+    """What the service reads each cycle: not every job the table ever held."""
+    for job_id, now in (("new", 1.0), ("running", 2.0), ("done", 3.0), ("done-watched", 4.0)):
+        store.register_job(job_id, "local", now=now)
+    store.record_job_states(
+        [
+            JobStateChange("running", "RUNNING", 0, 5.0),
+            JobStateChange("done", "COMPLETED", 0, 5.0),
+            JobStateChange("done-watched", "FAILED", 0, 5.0),
+        ]
+    )
+    live = store.list_live_jobs(["done-watched", "running", "not-stored"])
+    assert [j.job_id for j in live] == ["new", "running", "done-watched"]
+    assert live == [j for j in store.list_jobs() if j.job_id != "done"]
 
 
 def test_wal_mode_is_on(tmp_path: Path) -> None:

@@ -157,8 +157,9 @@ class Service(WatchedJobs, DurableState, SchedulerObservations):
             if not self._lead():
                 return CycleResult(self.clock(), ClusterSnapshot(self.clock(), stale=True))
             # One read of the jobs table per cycle (not one per job): only this loop writes a
-            # job's state and attempt, so the copy stays true for the cycle.
-            stored = {job.job_id: job for job in self.store.list_jobs()}
+            # job's state and attempt, so the copy stays true for the cycle. Jobs stored as
+            # ended and let go are not read again (the table keeps every job ever watched).
+            stored = {job.job_id: job for job in self.store.list_live_jobs(self._jobs)}
             self._sync_registrations(stored)
             now = self.clock()
             self._discover(now)

@@ -111,11 +111,15 @@ class WatchedJobs:
     # -- registration --------------------------------------------------------------------
 
     def register(self, job_id: str, spec: JobSpec, *, name: str = "") -> None:
-        self.store.register_job(job_id, self.adapter.name, now=self.clock(), name=name, spec=spec)
+        _, created = self.store.register_job_created(
+            job_id, self.adapter.name, now=self.clock(), name=name, spec=spec
+        )
         with self._lock:
-            self._watch(job_id, spec)
+            self._watch(job_id, spec, new=created)
 
-    def _watch(self, job_id: str, spec: JobSpec) -> None:
+    def _watch(self, job_id: str, spec: JobSpec, *, new: bool = False) -> None:
+        """``new``: the job was just created in the store, so it has no attempt to resume
+        (the store is not asked: jobs come and go by the thousand)."""
         if job_id in self._jobs:
             return
         self._jobs[job_id] = JobSources(
@@ -123,7 +127,10 @@ class WatchedJobs:
         )
         for node, path in spec.kernel_logs.items():
             self._nodes.add_kernel_log(node, path)
-        self._resume(job_id)
+        if new:
+            self.engine.watch(job_id)
+        else:
+            self._resume(job_id)
 
     def _resume(self, job_id: str) -> None:
         """Start the engine where the store says the job stands: its latest attempt, and

@@ -18,7 +18,8 @@ With an ``OffsetBook`` the first open starts where the service's previous run le
 (or, for a file never seen, within the book's look-back window), and every line says whether
 it is new (``LIVE``) or was written before this run followed the file (see ``offsets``).
 
-A poll with nothing new costs one ``stat``.
+A poll with nothing new costs one ``stat``; one with new bytes reads as many as the ``stat``
+showed (no read sized for a backlog, no empty read to find the end).
 """
 
 from __future__ import annotations
@@ -153,7 +154,9 @@ class LogFollower:
         elif st.st_size < self._pos:
             self._restart_from_top()  # truncated in place
         if st.st_size > self._pos:
-            self._read(lines, self._max_read)
+            # Only what the stat saw (what came since is read next poll): a read sized to the
+            # budget (megabytes) costs far more than the few hundred bytes a poll finds.
+            self._read(lines, min(self._max_read, st.st_size - self._pos))
         if self._book is not None and self._file is not None and self._identity is not None:
             self._book.note(self.path, self._file.fileno(), *self._identity, *self._resume_at())
         return lines

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 
+from trainmedic.core.states import JobState
 from trainmedic.store import schema
 from trainmedic.store.base import DuplicateKey, NotFound, StoreBase
 from trainmedic.store.codec import attempt_from_row, job_from_row, spec_to_dict
@@ -14,6 +15,9 @@ from trainmedic.store.records import AttemptRecord, JobRecord, JobSpec, Progress
 
 _jobs = schema.jobs
 _attempts = schema.attempts
+# Statements built once (their cache key is memoised on the object): the per-job ones run
+# for every job that comes and goes.
+_JOB_BY_ID = sa.select(_jobs).where(_jobs.c.job_id == sa.bindparam("b_job"))
 
 
 class JobsRepository(StoreBase):
@@ -31,6 +35,20 @@ class JobsRepository(StoreBase):
         ``registered_at``, state, attempt and progress of a known job are kept: registering
         twice (a service restarted, a client retrying) changes nothing else.
         """
+        return self.register_job_created(job_id, scheduler, now=now, name=name, spec=spec)[0]
+
+    def register_job_created(
+        self,
+        job_id: str,
+        scheduler: str,
+        *,
+        now: float,
+        name: str = "",
+        spec: JobSpec | None = None,
+    ) -> tuple[JobRecord, bool]:
+        """``register_job``, and whether this call created the job (a job new to the store
+        has no attempts or history yet: the service need not ask for them). One
+        transaction: the stored row is read back in it."""
         values = {
             "scheduler": scheduler,
             "name": name,
@@ -46,13 +64,16 @@ class JobsRepository(StoreBase):
                         conn.execute(
                             sa.insert(_jobs).values(job_id=job_id, registered_at=now, **values)
                         )
-                break
+                    row = conn.execute(_JOB_BY_ID, {"b_job": job_id}).mappings().first()
+                if row is None:
+                    break
+                return job_from_row(row), not updated
             except DuplicateKey:
                 continue  # registered concurrently: the next round updates it
         job = self.get_job(job_id)
         if job is None:
             raise NotFound(f"job {job_id!r} vanished while being registered")
-        return job
+        return job, False
 
     def get_job(self, job_id: str) -> JobRecord | None:
         with self._read(f"get job {job_id}") as conn:
@@ -63,6 +84,27 @@ class JobsRepository(StoreBase):
         with self._read("list jobs") as conn:
             rows = conn.execute(sa.select(_jobs).order_by(_jobs.c.registered_at)).mappings()
             return [job_from_row(r) for r in rows]
+
+    def list_live_jobs(self, watched: Collection[str] = ()) -> list[JobRecord]:
+        """``list_jobs`` less the jobs stored as ended that are not in ``watched``: every
+        job still to watch (a new registration included) and the watched ones, whatever
+        their state. What the service reads each cycle: a table that keeps every job ever
+        registered grows all the time, this stays the size of what is watched."""
+        ended = sorted(state.value for state in JobState if state.is_terminal())
+        live = sa.select(_jobs).where(_jobs.c.state.not_in(ended))
+        found: dict[str, Any] = {}
+        with self._read("list live jobs") as conn:
+            for row in conn.execute(live).mappings():
+                found[row["job_id"]] = row
+            rest = sorted(job_id for job_id in watched if job_id not in found)
+            for first in range(0, len(rest), 500):  # SQLite caps the bound parameters
+                chunk = rest[first : first + 500]
+                query = sa.select(_jobs).where(_jobs.c.job_id.in_(chunk))
+                for row in conn.execute(query).mappings():
+                    found[row["job_id"]] = row
+        # In registration order, as list_jobs.
+        rows = sorted(found.values(), key=lambda r: r["registered_at"])
+        return [job_from_row(r) for r in rows]
 
     def update_job_progress(
         self,
@@ -199,8 +241,9 @@ class JobsRepository(StoreBase):
         """Idempotent: a known (job, attempt) keeps its first start time and nodes, unless it
         had none. Also makes ``attempt`` the job's current attempt when it is newer."""
         with self._write(f"start attempt {job_id}/{attempt}") as conn:
-            row = start_attempt_in(conn, job_id, attempt, started_at, nodes)
-        return attempt_from_row(row)
+            start_attempt_in(conn, job_id, attempt, started_at, nodes)
+            row = conn.execute(_ATTEMPT_ROW, {"b_job": job_id, "b_attempt": attempt})
+            return attempt_from_row(row.mappings().one())
 
     def record_attempt_end(
         self, job_id: str, attempt: int, *, ended_at: float, end_state: str
@@ -218,38 +261,60 @@ class JobsRepository(StoreBase):
             return [attempt_from_row(r) for r in conn.execute(query).mappings()]
 
 
-def start_attempt_in(
-    conn: sa.Connection, job_id: str, attempt: int, started_at: float, nodes: Sequence[str]
-) -> Any:
-    """``record_attempt_start`` inside the caller's transaction; the attempt's row."""
-    if not conn.execute(sa.select(sa.func.count()).where(_jobs.c.job_id == job_id)).scalar_one():
-        raise NotFound(f"unknown job {job_id!r}")
-    key = (_attempts.c.job_id == job_id) & (_attempts.c.attempt == attempt)
-    existing = conn.execute(sa.select(_attempts).where(key)).mappings().first()
-    if existing is None:
-        conn.execute(
-            sa.insert(_attempts).values(
-                job_id=job_id, attempt=attempt, started_at=started_at, nodes=list(nodes)
-            )
-        )
-    elif nodes and not existing["nodes"]:
-        conn.execute(sa.update(_attempts).where(key).values(nodes=list(nodes)))
-    conn.execute(
-        sa.update(_jobs)
-        .where((_jobs.c.job_id == job_id) & (_jobs.c.attempt < attempt))
-        .values(attempt=attempt)
+_ATTEMPT_KEY = (_attempts.c.job_id == sa.bindparam("b_job")) & (
+    _attempts.c.attempt == sa.bindparam("b_attempt")
+)
+_JOB_COUNT = sa.select(sa.func.count()).where(_jobs.c.job_id == sa.bindparam("b_job"))
+_ATTEMPT_NODES = sa.select(_attempts.c.nodes).where(_ATTEMPT_KEY)
+_ATTEMPT_ROW = sa.select(_attempts).where(_ATTEMPT_KEY)
+_ATTEMPT_COUNT = sa.select(sa.func.count()).where(_ATTEMPT_KEY)
+_INSERT_ATTEMPT = sa.insert(_attempts).values(
+    job_id=sa.bindparam("b_job"),
+    attempt=sa.bindparam("b_attempt"),
+    started_at=sa.bindparam("b_at"),
+    nodes=sa.bindparam("b_nodes"),
+)
+_SET_ATTEMPT_NODES = sa.update(_attempts).where(_ATTEMPT_KEY).values(nodes=sa.bindparam("b_nodes"))
+_RAISE_JOB_ATTEMPT = (
+    sa.update(_jobs)
+    .where(
+        (_jobs.c.job_id == sa.bindparam("b_job")) & (_jobs.c.attempt < sa.bindparam("b_attempt"))
     )
-    return conn.execute(sa.select(_attempts).where(key)).mappings().one()
+    .values(attempt=sa.bindparam("b_attempt"))
+)
+_END_ATTEMPT = (
+    sa.update(_attempts)
+    .where(_ATTEMPT_KEY & _attempts.c.ended_at.is_(None))
+    .values(ended_at=sa.bindparam("b_at"), end_state=sa.bindparam("b_state"))
+)
+
+
+def start_attempt_in(
+    conn: sa.Connection,
+    job_id: str,
+    attempt: int,
+    started_at: float,
+    nodes: Sequence[str],
+    *,
+    job_known: bool = False,
+) -> None:
+    """``record_attempt_start`` inside the caller's transaction. ``job_known``: the caller
+    found the job in this transaction already (not asked again)."""
+    key = {"b_job": job_id, "b_attempt": attempt}
+    if not job_known and not conn.execute(_JOB_COUNT, key).scalar_one():
+        raise NotFound(f"unknown job {job_id!r}")
+    existing = conn.execute(_ATTEMPT_NODES, key).first()
+    if existing is None:
+        conn.execute(_INSERT_ATTEMPT, {**key, "b_at": started_at, "b_nodes": list(nodes)})
+    elif nodes and not existing[0]:
+        conn.execute(_SET_ATTEMPT_NODES, {**key, "b_nodes": list(nodes)})
+    conn.execute(_RAISE_JOB_ATTEMPT, key)
 
 
 def end_attempt_in(
     conn: sa.Connection, job_id: str, attempt: int, ended_at: float, end_state: str
 ) -> bool:
     """``record_attempt_end`` inside the caller's transaction; False: no such attempt."""
-    key = (_attempts.c.job_id == job_id) & (_attempts.c.attempt == attempt)
-    updated = conn.execute(
-        sa.update(_attempts)
-        .where(key & _attempts.c.ended_at.is_(None))
-        .values(ended_at=ended_at, end_state=end_state)
-    ).rowcount
-    return bool(updated) or bool(conn.execute(sa.select(sa.func.count()).where(key)).scalar_one())
+    key = {"b_job": job_id, "b_attempt": attempt}
+    updated = conn.execute(_END_ATTEMPT, {**key, "b_at": ended_at, "b_state": end_state}).rowcount
+    return bool(updated) or bool(conn.execute(_ATTEMPT_COUNT, key).scalar_one())

@@ -17,6 +17,15 @@ from trainmedic.store.jobs import end_attempt_in, start_attempt_in
 from trainmedic.store.records import JobStateChange
 
 _jobs = schema.jobs
+_JOB = _jobs.c.job_id == sa.bindparam("b_job")
+# Built once (the cache key is memoised on the statement): run for every change.
+_SET_STATE = (
+    sa.update(_jobs)
+    .where(_JOB)
+    .values(state=sa.bindparam("b_state"), attempt=sa.bindparam("b_attempt"))
+)
+# Nothing to set; the update still says whether the job exists.
+_TOUCH = sa.update(_jobs).where(_JOB).values(job_id=sa.bindparam("b_job"))
 
 
 class JobStatesRepository(StoreBase):
@@ -32,13 +41,14 @@ class JobStatesRepository(StoreBase):
                 if change.ended is not None:
                     attempt, end_state = change.ended
                     end_attempt_in(conn, change.job_id, attempt, change.at, end_state)
-                query = sa.update(_jobs).where(_jobs.c.job_id == change.job_id)
                 if change.state is not None:
-                    query = query.values(state=change.state, attempt=change.attempt)
+                    values = {"b_job": change.job_id, "b_state": change.state}
+                    found = conn.execute(_SET_STATE, {**values, "b_attempt": change.attempt})
                 else:
-                    # Nothing to set; the update still says whether the job exists.
-                    query = query.values(job_id=change.job_id)
-                if not conn.execute(query).rowcount:
+                    found = conn.execute(_TOUCH, {"b_job": change.job_id})
+                if not found.rowcount:
                     raise NotFound(f"unknown job {change.job_id!r}")
                 if change.started:
-                    start_attempt_in(conn, change.job_id, change.attempt, change.at, change.nodes)
+                    start_attempt_in(
+                        conn, change.job_id, change.attempt, change.at, change.nodes, job_known=True
+                    )
