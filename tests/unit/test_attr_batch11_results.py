@@ -9,18 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from log_verdict import verdict_of as _verdict
 
 from trainmedic.core.logparse.evidence import is_failure_text
 from trainmedic.core.logparse.results import is_header_row, is_result_row
-from trainmedic.core.model import Kind, Verdict
-from trainmedic.offline.analyze import analyze_path
-
-
-def _verdict(tmp_path: Path, text: str) -> Verdict:
-    path = tmp_path / "job.log"
-    path.write_text(text)
-    return analyze_path(path).verdict
-
+from trainmedic.core.model import Kind
 
 NCCL_TESTS_ROWS = (
     "     1048576        262144     float     sum    61.20   17.13   32.12      0    60.90"

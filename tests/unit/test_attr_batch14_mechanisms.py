@@ -16,16 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from log_verdict import verdict_of as _verdict
 
-from trainmedic.core.model import Category, Kind, Verdict
-from trainmedic.offline.analyze import analyze_path
-
-
-def _verdict(tmp_path: Path, text: str) -> Verdict:
-    path = tmp_path / "job.log"
-    path.write_text(text)
-    return analyze_path(path).verdict
-
+from trainmedic.core.model import Category, Kind
 
 _RCCL_HEADER = (
     "# Using devices\n"

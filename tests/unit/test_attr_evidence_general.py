@@ -10,18 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from log_verdict import verdict_of as _verdict
 
 from trainmedic.core.attribute.evidence import EVIDENCE_CONFIDENCE
 from trainmedic.core.logparse.evidence import is_failure_text, may_be_evidence
-from trainmedic.core.model import Category, Verdict
-from trainmedic.offline.analyze import analyze_path
-
-
-def _verdict(tmp_path: Path, text: str) -> Verdict:
-    path = tmp_path / "job.log"
-    path.write_text(text)
-    return analyze_path(path).verdict
-
+from trainmedic.core.model import Category
 
 UNFAMILIAR: dict[str, tuple[str, Category]] = {
     "chown_invalid_user": ("chown: invalid user: 'trainer'\n", Category.SYSTEM_SOFTWARE),
