@@ -6,7 +6,9 @@ store throttling by its error code (SlowDown without the 503) is storage. A cont
 another scheduler that cannot place a pod or an allocation is the scheduler's. A CSI plugin's
 check of a mounted volume timing out is the mount under the pods (storage). CUDA's illegal
 state (error 401) is the driver/fabric layer (system_software). A cut traceback inside a remote
-file system's read is the remote data source (storage). A NIC firmware refusing a read-only
+file system's read is the remote data source (storage). GPU memory held by a process that is
+stopped or a zombie is a leftover of an earlier job the node's cleanup did not kill
+(scheduler). A NIC firmware refusing a read-only
 query, and NCCL's opening lines up to "Init START", are no failure at all.
 
 Before the change every FAILURES case but ``s3a_error_code_slowdown`` (kept as a guard: its 503
@@ -108,9 +110,34 @@ FAILURES: dict[str, tuple[str, Category, Kind]] = {
         Category.STORAGE,
         Kind.CRASH,
     ),
+    # an older driver's table (no GI/CI columns) and ps -o: a zombie still holding memory
+    "smi_old_table_zombie_holder": (
+        "|  GPU       PID   Type   Process name                             Usage      |\n"
+        "|    1     30722      C   /usr/bin/python3                          15870MiB |\n"
+        "+-----------------------------------------------------------------------------+\n"
+        "  PID STAT     ELAPSED CMD\n"
+        "30722 Zl    3-02:11:09 [python3] <defunct>\n",
+        Category.SCHEDULER,
+        Kind.CRASH,
+    ),
+    # the CSV query and ps -eo: a process stopped by job control
+    "smi_csv_query_stopped_holder": (
+        "$ nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader\n"
+        "4411, 30120 MiB\n"
+        "$ ps -eo pid,stat,etime,cmd | grep 4411\n"
+        " 4411 Tl    6-11:40:02 python finetune.py --bs 32\n",
+        Category.SCHEDULER,
+        Kind.CRASH,
+    ),
 }
 
 HEALTHY: dict[str, str] = {
+    # the job's own process, running, holds the memory it uses
+    "smi_table_running_holder": (
+        "|    0   N/A  N/A      8812      C   python                          25081MiB |\n"
+        "+-----------------------------------------------------------------------------+\n"
+        "alice     8812 98.1 14.4 89506440 28604880 pts/2 Rl+ 10:02 47:37 python train.py\n"
+    ),
     "torch_loss_tensor_finite": (
         "epoch 0 step 10 Loss: tensor(2.3012, grad_fn=<NllLossBackward0>)\n"
         "epoch 0 step 11 Loss: tensor(2.2871, grad_fn=<NllLossBackward0>)\n"
