@@ -15,6 +15,9 @@ so each verdict is a low-confidence guess, never a reason to stop or drain:
   storage (0.3); so is a cut whose innermost frame's source line calls a built-in file-system
   call itself (``open(...)``, ``os.rename``, ``os.replace``, ``os.mkdir``, ``os.fsync``...):
   those are C functions and print no frame of their own, so the call is the last thing shown.
+  A cut inside a remote file system's client (fsspec, s3fs, gcsfs, pyarrow's fs) or the
+  network transport it reads through (aiohttp, botocore, urllib3), with that client among
+  the frames, is the remote data source failing under the job: storage (0.3).
   An excerpt that begins with a frame is a traceback whose header was cut.
 * **an allocation never granted**: the submission's last words are that it waits for its
   allocation (``srun: Pending job allocation``, ``salloc: job N queued and waiting for
@@ -59,6 +62,18 @@ _FILESYSTEM_CALL = re.compile(
     r"|\bos\.(?:mkdir|makedirs|rename|renames|replace|remove|unlink|rmdir|fsync|fdatasync"
     r"|truncate|ftruncate|link|symlink|chmod|chown|stat|lstat|listdir|scandir|statvfs|write"
     r"|read|sendfile)\("
+)
+# Clients of remote file systems and object stores (fsspec and its s3fs/gcsfs/adlfs, pyarrow's
+# fs, smart_open, the Hub's file system) and the network transports they read through: a
+# traceback that passes through such a client's read and stops inside it or its transport is a
+# remote data source (an HTTP range read, an object GET) failing under the job: storage.
+_REMOTE_FS = re.compile(
+    r"(?:^|/)(?:fsspec|s3fs|gcsfs|adlfs|ocifs|smart_open|pyarrow/fs|huggingface_hub/hf_file_system)"
+    r"(?:/|\.py$)"
+)
+_REMOTE_TRANSPORT = re.compile(
+    r"(?:^|/)(?:fsspec|s3fs|gcsfs|adlfs|ocifs|smart_open|aiohttp|aiobotocore|botocore|urllib3"
+    r"|requests|httpx|httpcore|http/client\.py|ssl\.py|socket\.py|asyncio/)"
 )
 _FRAME = re.compile(r"^(?P<path>[^\s:][^:]*):\d+ in ")
 
@@ -110,6 +125,17 @@ def traceback_cut(timelines: Sequence[Timeline]) -> PhaseFinding | None:
                 f"a traceback at {where} cut before its exception line; its innermost frame "
                 f"({path}) calls a built-in file-system function "
                 f"({tl.cut_traceback[-1][:80]}): the file system refused it",
+            )
+        if _REMOTE_TRANSPORT.search(path) and any(
+            (m := _FRAME.match(f)) and _REMOTE_FS.search(m.group("path")) for f in tl.cut_traceback
+        ):
+            return PhaseFinding(
+                Category.STORAGE,
+                Kind.CRASH,
+                0.3,
+                f"a traceback at {where} cut before its exception line, inside a remote file "
+                f"system's read ({path}): the remote data source (object store, HTTP) failed "
+                "under the job",
             )
         if _ELSEWHERE.search(path):
             return PhaseFinding(

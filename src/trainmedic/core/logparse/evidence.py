@@ -174,6 +174,11 @@ _NOT_FAILURE = re.compile(
     # a listing's legend naming the states its letters stand for ("Key: Up=U, Down=D"): the
     # key to a table, not a state of anything
     r"|^\s*(?:key|legend)\s*:\s*\w[\w ]*=\s*\S"
+    # a NIC firmware refusing a read-only query it does not implement (mlx5's ACCESS_REG read,
+    # QUERY_* with "bad operation/opcode/parameter"): a monitoring tool (ethtool, gpud, a
+    # health agent) asked for a register this firmware lacks; the card goes on working
+    r"|\b(?:ACCESS_REG\(0x[0-9a-f]+\)\s*op_mod\(0x1\)|QUERY_\w+\(0x[0-9a-f]+\)\s*op_mod\(0x[0-9a-f]+\))"
+    r"\s*failed,\s*status bad (?:operation|opcode|param(?:eter)?)\b"
     # a command someone typed (a shell prompt, the Python REPL): input, not what happened
     r"|^\s*(?:\$|[\w.-]+@[\w.-]+:\S*[$#]|>>>)\s+\S"
 )

@@ -51,6 +51,7 @@ class BlockParser(Protocol):
 
 def _parsers() -> list[BlockParser]:
     # Imported here: each parser module imports Finding from this one.
+    from trainmedic.core.logparse.gpuprocs import GpuProcessParser
     from trainmedic.core.logparse.ibstat import IbstatParser
     from trainmedic.core.logparse.ipmi import SelParser
     from trainmedic.core.logparse.kube import PodTableParser
@@ -74,6 +75,7 @@ def _parsers() -> list[BlockParser]:
         GpuLimitParser(),
         LinkStateParser(),
         NvlinkStatusParser(),
+        GpuProcessParser(),
     ]
 
 

@@ -122,6 +122,9 @@ _NCCL_OPENING = re.compile(
     # the transport it chose ("Using network IB"): said once the interfaces were listed, before
     # it connects to a single peer
     r"|\bUsing network \w+"
+    # a rank entering ncclCommInitRank ("Init START", its config's "Comm config ...") has begun,
+    # not reached a peer: every rank of a healthy start prints it before bootstrap answers
+    r"|\bInit START\b|\bComm config\b"
 )
 # The communicator was formed and used: torn down cleanly, or a benchmark summed up its run.
 _NCCL_USED = re.compile(r"Destroy COMPLETE|Avg bus bandwidth|Out of bounds values")
