@@ -17,10 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from trainmedic.core.errors import ConfigError
 from trainmedic.core.model import Kind
 from trainmedic.core.observations import LogLine, Observation, Progress, ProgressRun
 from trainmedic.core.states import JobState
 from trainmedic.schedulers.fake import FakeScheduler
+from trainmedic.service.config.loader import load_config
 from trainmedic.service.config.sections import Config, ServiceConfig
 from trainmedic.service.loop import Service
 from trainmedic.service.source_pool import SourcePool
@@ -187,7 +189,13 @@ def test_the_service_detects_a_crash_and_resumes_where_it_read(
         service.close()
 
 
-def test_source_workers_out_of_range_are_refused() -> None:
+def test_source_workers_out_of_range_are_refused(tmp_path: Path) -> None:
     for bad in (-1, 65):
         with pytest.raises(ValueError, match=r"service\.source_workers must be in 0\.\.64"):
             ServiceConfig(source_workers=bad)
+    config = tmp_path / "trainmedic.toml"
+    config.write_text('[service]\nsource_workers = "two"\n')
+    with pytest.raises(ConfigError, match=r"trainmedic\.toml: service\.source_workers must be"):
+        load_config(config)
+    config.write_text("[service]\nsource_workers = 2\n")
+    assert load_config(config).service.source_workers == 2

@@ -162,12 +162,12 @@ class Service(WatchedJobs, DurableState, SchedulerObservations):
         with self._lock:
             if not self._lead():
                 return CycleResult(self.clock(), ClusterSnapshot(self.clock(), stale=True))
-            # One read of the jobs table per cycle (not one per job): only this loop writes a
-            # job's state and attempt, so the copy stays true for the cycle. Jobs stored as
-            # ended and let go are not read again (the table keeps every job ever watched).
             # Reader processes (``source_workers``) read the jobs' files meanwhile: a job that
             # joins below is read from the next cycle on.
             polling = self._pool.start_poll() if self._pool is not None else None
+            # One read of the jobs table per cycle (not one per job): only this loop writes a
+            # job's state and attempt, so the copy stays true for the cycle. Jobs stored as
+            # ended and let go are not read again (the table keeps every job ever watched).
             stored = {job.job_id: job for job in self.store.list_live_jobs(self._jobs)}
             self._sync_registrations(stored)
             now = self.clock()
@@ -179,10 +179,11 @@ class Service(WatchedJobs, DurableState, SchedulerObservations):
                     observations.extend(sources.poll())
                 observations.extend(self._nodes.poll(now))
                 now = self.clock()
+                self.sources.record(observations)
                 self.engine.observe_all(observations, now)
             else:
                 now = self._observe_read_apart(observations, polling, now)
-            self.sources.record(observations)
+                self.sources.record(observations)
             self._remember_progress(observations)
             unknown_format = self.progress_format.check_all(self._jobs, now)
             self.sources.record(unknown_format)
