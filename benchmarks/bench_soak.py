@@ -10,15 +10,18 @@ scheduler forgets it as Slurm does. Measured:
 * lines written vs progress lines the service read and classified (a ``Progress``, or a
   ``ProgressRun`` standing for that many lines): nothing may be lost;
 * crash detection latency (the crash is written and shown -> the incident is recorded);
-* RSS and open fds, sampled every second by a thread of their own: after the warm-up (the
+* RSS and open fds (this process's and the reader processes' together, with
+  ``--source-workers``), sampled every second by a thread of their own: after the warm-up (the
   first quarter), the second half of the run against the first half, and the slope;
-* the service's own CPU (inside ``register``/``cycle`` only) per line, and its ratio to two
+* the service's own CPU (inside ``register``/``cycle``, plus its reader processes') per
+  line, and its ratio to two
   same-run baselines over the same bytes: a bare ``read()`` + newline count, and
   ``LogFollower`` alone (reading and splitting, no parsing, detection or store);
 * whether the rate was sustained: the writer's late ticks, the service's late cycles, and how
   long the service took to catch up once the writer stopped.
 
     .venv/bin/python benchmarks/bench_soak.py [--jobs 1000] [--rate 100000] [--seconds 60]
+        [--source-workers 1]   # [service] source_workers: 0 reads the logs in the loop
 
 Last line: ``lines_per_s=… lost=… crash_detect_p95_s=… rss_growth_pct=… fd_growth=…
 service_us_per_line=… ratio_vs_bare_read=… ratio_vs_follower=…``
@@ -49,9 +52,17 @@ UNWATCH_AFTER_S = 2.0
 DELETE_AFTER_S = 4.0  # an ended job's files are removed, and the scheduler forgets it
 
 
-def process_stats() -> tuple[int, int]:
-    rss = int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    return rss, len(os.listdir("/proc/self/fd"))
+def process_stats(readers: list[int]) -> tuple[int, int]:
+    """RSS and open fds of this process and the service's reader processes, together."""
+    rss = fds = 0
+    for pid in ("self", *map(str, readers)):
+        try:
+            pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+            fds += len(os.listdir(f"/proc/{pid}/fd"))
+        except OSError:
+            continue  # a reader that ended between the listing and the read
+        rss += pages * os.sysconf("SC_PAGE_SIZE")
+    return rss, fds
 
 
 def slope_per_min(points: list[tuple[float, float]]) -> float:
@@ -69,6 +80,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--job-seconds", type=float, default=20.0, help="mean job life")
     parser.add_argument("--poll", type=float, default=0.5, help="service poll_interval_s")
+    parser.add_argument(
+        "--source-workers", type=int, default=1, help="[service] source_workers (0: in-loop)"
+    )
     args = parser.parse_args()
     slots = schedule(args.jobs, args.seconds, args.job_seconds)
     by_start = sorted(slots, key=lambda s: s.start)
@@ -78,7 +92,10 @@ def main() -> None:
         logs = base / "logs"
         logs.mkdir()
         service_config = ServiceConfig(
-            state_dir=tmp, unwatch_after_s=UNWATCH_AFTER_S, poll_interval_s=args.poll
+            state_dir=tmp,
+            unwatch_after_s=UNWATCH_AFTER_S,
+            poll_interval_s=args.poll,
+            source_workers=args.source_workers,
         )
         store = Store(sqlite_url(str(base / "state.db")))
         sched = FakeScheduler(nodes=[f"n{i}" for i in range(FILES_PER_JOB)])
@@ -149,6 +166,7 @@ def main() -> None:
             late += spare < 0
             time.sleep(max(0.0, spare))
         caught_up_s = time.time() - (writer_done_at or time.time())
+        reader_cpu = service.reader_processes()[1]  # the readers' CPU is the service's too
         proc.join()
         report = json.loads(result.read_text())
         files = sorted(logs.iterdir())
@@ -167,6 +185,7 @@ def main() -> None:
     fds2 = statistics.median(s[2] for s in second)
     rss_slope = slope_per_min([(s[0], s[1] / 2**20) for s in warm])
     fd_slope = slope_per_min([(s[0], float(s[2])) for s in warm])
+    service_cpu += reader_cpu
     us_per_line = 1e6 * service_cpu / max(1, total)
     bare_us = 1e6 * bare_cpu / max(1, bare_lines)
     follow_us = 1e6 * follow_cpu / max(1, follow_lines)
@@ -178,7 +197,8 @@ def main() -> None:
           f"files={len(slots) * FILES_PER_JOB} watched_median={watched}")  # fmt: skip
     print(f"written_lines={total} observed={sum(seen.values())} wall_s={args.seconds} "
           f"writer_cpu_s={report['cpu_s']:.1f} writer_late_ticks={report['late_ticks']}/"
-          f"{report['ticks']} service_cpu_s={service_cpu:.1f} cycles={cycles} "
+          f"{report['ticks']} service_cpu_s={service_cpu:.1f} (readers {reader_cpu:.1f}, "
+          f"source_workers={args.source_workers}) cycles={cycles} "
           f"late_cycles={late} caught_up_s={caught_up_s:.1f}")  # fmt: skip
     print(f"crashes={len(report['crashed'])} detected={len(latencies)} "
           f"crash_detect_p50_s={p50:.2f}")  # fmt: skip
@@ -209,7 +229,7 @@ def sample_every_second(
             watched = len(service.engine.jobs)
         except RuntimeError:  # the loop changed the jobs while they were counted
             watched = out[-1][3] if out else 0
-        out.append((time.time() - t0, *process_stats(), watched))
+        out.append((time.time() - t0, *process_stats(service.reader_processes()[0]), watched))
 
 
 def cycles_idle(service: Service) -> bool:

@@ -48,7 +48,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.slurm, pytest.mark.timeout(180)]
 class Lab:
     """One test's service (own SQLite store) on the session's cluster, and its jobs."""
 
-    def __init__(self, cluster: SlurmCluster, tmp: Path, mode: str) -> None:
+    def __init__(self, cluster: SlurmCluster, tmp: Path, mode: str, workers: int = 0) -> None:
         self.cluster = cluster
         self.tmp = tmp
         self.runner = RecordingRunner(str(cluster.conf_path))
@@ -57,7 +57,12 @@ class Lab:
         base = default_config()
         config = dataclasses.replace(
             base,
-            service=dataclasses.replace(base.service, mode=mode, poll_interval_s=0.2),  # type: ignore[arg-type]
+            service=dataclasses.replace(
+                base.service,
+                mode=mode,  # type: ignore[arg-type]
+                poll_interval_s=0.2,
+                source_workers=workers,  # job logs read by reader processes when > 0
+            ),
             policy=dataclasses.replace(base.policy, stop_enforcement=True),
             detect=SMALL_JOB,  # the example trainer reports every step and starts in seconds
         )
@@ -140,12 +145,12 @@ class Lab:
 
 
 @pytest.fixture
-def make_lab(slurm_cluster: SlurmCluster, tmp_path: Path) -> Iterator[Callable[[str], Lab]]:
+def make_lab(slurm_cluster: SlurmCluster, tmp_path: Path) -> Iterator[Callable[..., Lab]]:
     labs: list[Lab] = []
     restore_cluster(slurm_cluster)
 
-    def _make(mode: str) -> Lab:
-        labs.append(Lab(slurm_cluster, tmp_path, mode))
+    def _make(mode: str, workers: int = 0) -> Lab:
+        labs.append(Lab(slurm_cluster, tmp_path, mode, workers))
         return labs[-1]
 
     yield _make
@@ -242,8 +247,9 @@ def test_xid79_in_monitor_mode_only_records_advice(make_lab) -> None:  # type: i
 # -- 3: deterministic application error ------------------------------------------------------
 
 
-def test_app_error_gets_one_confirmation_retry_then_is_stopped(make_lab) -> None:  # type: ignore[no-untyped-def]
-    lab = make_lab("action")
+@pytest.mark.parametrize("workers", [0, 1], ids=["read-in-loop", "reader-process"])
+def test_app_error_gets_one_confirmation_retry_then_is_stopped(make_lab, workers: int) -> None:  # type: ignore[no-untyped-def]
+    lab = make_lab("action", workers)
     job_id, job = lab.submit()
     first = lab.steady(job)
     nodes = lab.details(job_id).nodes
@@ -288,8 +294,9 @@ def test_app_error_gets_one_confirmation_retry_then_is_stopped(make_lab) -> None
 # -- 4: hang --------------------------------------------------------------------------------
 
 
-def test_hang_is_requeued_and_resumes(make_lab) -> None:  # type: ignore[no-untyped-def]
-    lab = make_lab("action")
+@pytest.mark.parametrize("workers", [0, 1], ids=["read-in-loop", "reader-process"])
+def test_hang_is_requeued_and_resumes(make_lab, workers: int) -> None:  # type: ignore[no-untyped-def]
+    lab = make_lab("action", workers)
     job_id, job = lab.submit()
     lab.steady(job)
     lab.inject(job, {"id": "hang-1", "type": "hang", "rank": 3})

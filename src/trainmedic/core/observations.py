@@ -12,6 +12,10 @@ printed stamp can be in another zone, skewed, or hours old when a log is read ag
 
 from __future__ import annotations
 
+import dataclasses
+import operator
+import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from trainmedic.core.model import EvidenceSource
@@ -196,3 +200,26 @@ Observation = (
     | SourceStale
     | SourceRecovered
 )
+
+
+def _reduce_by_fields(obs: Observation) -> tuple[type, tuple[object, ...]]:
+    """Pickled as the class and its fields in order, rebuilt by the class itself: a reader
+    process sends every line as an observation (``sources.reader_process``), and the
+    generated ``__getstate__``/``__setstate__`` of a slotted dataclass look its fields up
+    anew for each object, which cost the service a tenth of its time."""
+    cls = type(obs)
+    return cls, _FIELD_GETTERS[cls](obs)
+
+
+def _getter(cls: type) -> Callable[[object], tuple[object, ...]]:
+    names = [f.name for f in dataclasses.fields(cls)]
+    get = operator.attrgetter(*names)
+    if len(names) == 1:
+        return lambda obs: (get(obs),)
+    return get
+
+
+_FIELD_GETTERS: dict[type, Callable[[object], tuple[object, ...]]] = {}
+for _cls in typing.get_args(Observation):
+    _FIELD_GETTERS[_cls] = _getter(_cls)
+    setattr(_cls, "__reduce__", _reduce_by_fields)  # noqa: B010 - on the class, for pickle

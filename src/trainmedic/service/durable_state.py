@@ -29,6 +29,7 @@ from trainmedic.sources.offsets import OffsetBook
 from trainmedic.store import CheckpointSeen, JobStateChange, NotFound, ProgressWrite, Store
 
 if TYPE_CHECKING:
+    from trainmedic.service.source_pool import SourcePool
     from trainmedic.service.watched_jobs import JobSources
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,7 @@ class DurableState:
     decisions: DecisionRecorder
     _jobs: dict[str, JobSources]
     _book: OffsetBook
+    _pool: SourcePool | None
     _unstored: list[Finding]
     _ended_due: dict[str, tuple[str, int]]  # job -> (terminal state, attempt) not yet stored
     _checkpoint_iter: dict[str, int]
@@ -108,12 +110,15 @@ class DurableState:
         if not self._findings_stored():
             return
         due = self._book.due()
+        read_apart = self._pool.due() if self._pool is not None else []
         try:
-            self.store.save_follower_offsets(due)
+            self.store.save_follower_offsets(due + read_apart)
         except StoreError as exc:
             log.warning("log offsets not stored (next cycle tries again): %s", exc)
             return
         self._book.saved(due)
+        if self._pool is not None:
+            self._pool.saved(read_apart)
 
     def _remember_progress(
         self, observations: list[Observation], jobs: Iterable[str] | None = None

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from trainmedic.core.engine.engine import Engine, Finding
 from trainmedic.core.errors import TrainmedicError
-from trainmedic.core.observations import Progress
+from trainmedic.core.observations import Observation, Progress
 from trainmedic.schedulers.base import ClusterSnapshot, SchedulerAdapter
 from trainmedic.service.config.sections import Config
 from trainmedic.service.decisions import Decision, DecisionRecorder
@@ -44,6 +44,7 @@ from trainmedic.service.holdfile import hold_file_in
 from trainmedic.service.node_sources import NodeSources
 from trainmedic.service.progress_format import ProgressFormatCheck
 from trainmedic.service.scheduler_observations import SchedulerObservations
+from trainmedic.service.source_pool import Polling, SourcePool
 from trainmedic.service.source_status import SourceBoard
 from trainmedic.service.watched_jobs import JobSources, WatchedJobs, stored_state_ended
 from trainmedic.sources.lines import resolve_timezone
@@ -112,6 +113,9 @@ class Service(WatchedJobs, DurableState, SchedulerObservations):
         # others wait (None: this one is alone, as in tests and the demo).
         self._leadership = leadership
         self.leading = leadership is None
+        # Job files read by reader processes (``[service] source_workers``), or here.
+        workers = config.service.source_workers
+        self._pool = SourcePool(workers, self._tz) if workers else None
         self._load_state()
 
     def _load_state(self) -> None:
@@ -125,6 +129,8 @@ class Service(WatchedJobs, DurableState, SchedulerObservations):
             lookback_s=self.config.sources.lookback_s,
             clock=self.clock,
         )
+        if self._pool is not None:
+            self._pool.reset(self._book.saved_positions(), self._book.window_start)
         self._nodes = NodeSources(
             self.sources,
             self.config.telemetry,
@@ -156,6 +162,9 @@ class Service(WatchedJobs, DurableState, SchedulerObservations):
         with self._lock:
             if not self._lead():
                 return CycleResult(self.clock(), ClusterSnapshot(self.clock(), stale=True))
+            # Reader processes (``source_workers``) read the jobs' files meanwhile: a job that
+            # joins below is read from the next cycle on.
+            polling = self._pool.start_poll() if self._pool is not None else None
             # One read of the jobs table per cycle (not one per job): only this loop writes a
             # job's state and attempt, so the copy stays true for the cycle. Jobs stored as
             # ended and let go are not read again (the table keeps every job ever watched).
@@ -165,12 +174,16 @@ class Service(WatchedJobs, DurableState, SchedulerObservations):
             self._discover(now)
             snapshot = self.adapter.poll(tuple(self._jobs))
             observations = self._scheduler_observations(snapshot, stored)
-            for sources in self._jobs.values():
-                observations.extend(sources.poll())
-            observations.extend(self._nodes.poll(now))
-            now = self.clock()
-            self.sources.record(observations)
-            self.engine.observe_all(observations, now)
+            if polling is None:
+                for sources in self._jobs.values():
+                    observations.extend(sources.poll())
+                observations.extend(self._nodes.poll(now))
+                now = self.clock()
+                self.sources.record(observations)
+                self.engine.observe_all(observations, now)
+            else:
+                now = self._observe_read_apart(observations, polling, now)
+                self.sources.record(observations)
             self._remember_progress(observations)
             unknown_format = self.progress_format.check_all(self._jobs, now)
             self.sources.record(unknown_format)
@@ -186,6 +199,32 @@ class Service(WatchedJobs, DurableState, SchedulerObservations):
             self._save_ended_states(now)
             self._save_offsets()
             return result
+
+    def _observe_read_apart(
+        self, observations: list[Observation], polling: Polling, now: float
+    ) -> float:
+        """The jobs' lines from the reader processes, each answer observed as it comes while
+        they read on; the scheduler's observations first and the nodes' last, as in one
+        cycle read here. ``observations`` gets them all; returns the time after the last."""
+        head = len(observations)
+        node_observations = self._nodes.poll(now)  # while the readers read
+        now = self.clock()
+        self.engine.observe_all(observations[:head], now)
+        for read in polling.answers():
+            now = self.clock()
+            self.engine.observe_all(read, now)
+            observations.extend(read)
+        observations.extend(node_observations)
+        now = self.clock()
+        self.engine.observe_all(node_observations, now)
+        return now
+
+    def reader_processes(self) -> tuple[list[int], float]:
+        """The reader processes' ids and the CPU seconds they used (``source_workers``; none
+        and 0.0 when job files are read in this process)."""
+        if self._pool is None:
+            return [], 0.0
+        return self._pool.pids(), self._pool.cpu_s()
 
     def run(self, stop: threading.Event) -> None:
         interval = self.config.service.poll_interval_s
@@ -206,6 +245,8 @@ class Service(WatchedJobs, DurableState, SchedulerObservations):
         """Stop the telemetry thread and close the followed files (``run`` does it on exit)."""
         with self._lock:
             self._close_sources()
+            if self._pool is not None:
+                self._pool.stop()
 
     def _close_sources(self) -> None:
         self._nodes.close()

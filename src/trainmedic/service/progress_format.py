@@ -45,7 +45,7 @@ def unknown_format_message(
     )
 
 
-class _Counts(Protocol):
+class LogCounts(Protocol):
     """What ``check_all`` reads of a job's log source (``sources.joblog.JobLogSource``)."""
 
     @property
@@ -60,7 +60,7 @@ class _Counts(Protocol):
 
 class _HasLogs(Protocol):
     @property
-    def logs(self) -> _Counts: ...
+    def logs(self) -> LogCounts: ...
 
 
 @dataclass

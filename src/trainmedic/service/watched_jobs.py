@@ -13,7 +13,8 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from datetime import tzinfo
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from trainmedic.core.engine.engine import Engine
 from trainmedic.core.engine.track import REQUEUE_GRACE_S, EndedAttempt
@@ -24,59 +25,38 @@ from trainmedic.schedulers.base import ClusterSnapshot, SchedulerAdapter
 from trainmedic.service.config.sections import Config
 from trainmedic.service.discovery import discover
 from trainmedic.service.node_sources import NodeSources
-from trainmedic.service.progress_format import ProgressFormatCheck
+from trainmedic.service.progress_format import LogCounts, ProgressFormatCheck
+from trainmedic.service.source_pool import SourcePool
 from trainmedic.service.source_status import SourceBoard
-from trainmedic.sources.checkpoints import CheckpointWatcher
-from trainmedic.sources.joblog import JobLogSource
+from trainmedic.sources.job_readers import DRAIN_POLLS, JobFiles, JobReaders
 from trainmedic.sources.offsets import OffsetBook
 from trainmedic.store import IncidentRecord, JobRecord, JobSpec, Store
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], float]
 
-DRAIN_POLLS = 64
-"""Polls of an ended job's files before they are closed (each reads a bounded chunk)."""
+
+class JobSources(Protocol):
+    """A watched job's files, read here (``sources.job_readers.JobReaders``) or by a reader
+    process (``service.source_pool.RemoteJobSources``)."""
+
+    @property
+    def logs(self) -> LogCounts: ...
+
+    def poll(self) -> list[Observation]: ...
+
+    def drain(self, polls: int = DRAIN_POLLS) -> list[list[Observation]]: ...
+
+    def close(self) -> None: ...
 
 
-class JobSources:
-    def __init__(
-        self,
-        job_id: str,
-        spec: JobSpec,
-        tz: tzinfo,
-        board: SourceBoard,
-        clock: Clock,
-        book: OffsetBook,
-    ) -> None:
-        self.logs = JobLogSource(
-            job_id,
-            spec.log_paths,
-            tz=tz,
-            clock=clock,
-            book=book,
-            progress_regex=spec.progress_regex,
-            runs=True,  # plain progress lines as runs: the engine takes them whole
-        )
-        self.checkpoints = (
-            CheckpointWatcher(job_id, spec.checkpoint_dir, clock=clock)
-            if spec.checkpoint_dir
-            else None
-        )
-        now = clock()
-        board.declare("scheduler", now, job_id=job_id)
-        for path in self.logs.paths:
-            board.declare(f"log:{path}", now, job_id=job_id)
-        if self.checkpoints is not None:
-            board.declare(f"checkpoints:{self.checkpoints.directory}", now, job_id=job_id)
-
-    def close(self) -> None:
-        self.logs.close()
-
-    def poll(self) -> list[Observation]:
-        out = self.logs.poll()
-        if self.checkpoints is not None:
-            out.extend(self.checkpoints.poll())
-        return out
+def declare_sources(board: SourceBoard, files: JobFiles, now: float) -> None:
+    """The job's sources, each unknown until it reports (``SourceBoard``)."""
+    board.declare("scheduler", now, job_id=files.job_id)
+    for path in files.paths():
+        board.declare(f"log:{path}", now, job_id=files.job_id)
+    if files.checkpoint_dir:
+        board.declare(f"checkpoints:{Path(files.checkpoint_dir)}", now, job_id=files.job_id)
 
 
 class WatchedJobs:
@@ -91,6 +71,7 @@ class WatchedJobs:
     sources: SourceBoard
     _jobs: dict[str, JobSources]
     _book: OffsetBook
+    _pool: SourcePool | None
     _tz: tzinfo
     _nodes: NodeSources
     _kernel_template: str
@@ -122,8 +103,12 @@ class WatchedJobs:
         (the store is not asked: jobs come and go by the thousand)."""
         if job_id in self._jobs:
             return
-        self._jobs[job_id] = JobSources(
-            job_id, spec, self._tz, self.sources, self.clock, self._book
+        files = JobFiles(job_id, spec.log_paths, spec.checkpoint_dir, spec.progress_regex)
+        declare_sources(self.sources, files, self.clock())
+        self._jobs[job_id] = (
+            JobReaders(files, tz=self._tz, clock=self.clock, book=self._book)
+            if self._pool is None
+            else self._pool.watch(files)
         )
         for node, path in spec.kernel_logs.items():
             self._nodes.add_kernel_log(node, path)
@@ -198,10 +183,7 @@ class WatchedJobs:
         service that fell behind), store its progress and checkpoints, and stop watching it.
         Only this job's progress is looked at: retiring many jobs costs each its own."""
         sources = self._jobs[job_id]
-        for _ in range(DRAIN_POLLS):
-            final = sources.poll()
-            if not final:
-                break
+        for final in sources.drain():
             self.engine.observe_all(final, now)
             self._remember_progress(final, (job_id,))
         del self._jobs[job_id]
@@ -251,6 +233,8 @@ class WatchedJobs:
             self.progress_format.forget(job_id)
         for path in gone:
             self._book.forget(path)
+        if self._pool is not None:
+            self._pool.forget(gone)
         try:
             self.store.forget_follower_offsets(gone)
         except StoreError as exc:

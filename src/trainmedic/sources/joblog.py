@@ -292,7 +292,7 @@ class JobLogSource:
             node=c.node,
             received=now,
             first_line_no=block.first_line_no,
-            texts=tuple(block.text.split("\n")),
+            texts=c.texts,
             times=times,
             stamps=c.stamps,
             iterations=c.iterations,

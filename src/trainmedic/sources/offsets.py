@@ -111,6 +111,11 @@ class OffsetBook:
         self.max_backlog_bytes = max_backlog_bytes
         self._entries: dict[str, _Entry] = {}
 
+    def saved_positions(self) -> tuple[FilePosition, ...]:
+        """The stored positions no follower has started from yet (for a reader process's
+        own book: ``service.source_pool``)."""
+        return tuple(self._saved.values())
+
     # -- a follower opens its file ---------------------------------------------------------
 
     def start(

@@ -318,10 +318,11 @@ class Engine:
             first = track.first_progress = run.progress_at(0)
         last = track.last_progress
         top = None if last is None else last.iteration
-        best = -1
-        for i, iteration in enumerate(iterations):
-            if top is None or iteration >= top:
-                top, best = iteration, i
+        # The last report at or past the furthest yet: the last of the run's highest, if that
+        # is at or past ``top`` (what taking them one by one, ``>=``, ends on).
+        highest, best = max(iterations), -1
+        if top is None or highest >= top:
+            best = len(iterations) - 1 - iterations[::-1].index(highest)
         if best == 0 and first is not None:
             track.last_progress = first
         elif best >= 0:

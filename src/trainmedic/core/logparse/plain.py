@@ -80,15 +80,35 @@ def parse_plain(text: str) -> PlainStep | None:
 
 
 _NUMBER = r"(\d{1,12}\.\d{1,12})"
-_PLAIN_LINES = re.compile(
-    r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{1,9})Z"
-    r" \[rank(\d{1,6})\] node=([A-Za-z][A-Za-z0-9_.-]{0,62})"
-    rf" iter=(\d{{1,15}}) loss={_NUMBER} step_s={_NUMBER}"
-    rf"(?: compute_s={_NUMBER} wait_s={_NUMBER})?(?: samples_per_s={_NUMBER})?$",
-    re.MULTILINE,
+
+
+def _plain_line(rank: str, node: str) -> str:
+    """``PLAIN`` without groups but for the rank's and node's (given)."""
+    n = _NUMBER.replace("(", "(?:")
+    return (
+        r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{1,9}Z"
+        rf" \[rank{rank}\] node={node} iter=\d{{1,15}} loss={n} step_s={n}"
+        rf"(?: compute_s={n} wait_s={n})?(?: samples_per_s={n})?"
+    )
+
+
+_PLAIN_BLOCK = re.compile(
+    _plain_line(r"(\d{1,6})", r"([A-Za-z][A-Za-z0-9_.-]{0,62})")
+    + r"(?:\n"
+    + _plain_line(r"\1", r"\2")
+    + r")*"
 )
-"""``PLAIN`` (the same lines), a line at a time in a block, with fewer groups: findall makes
-a string of each."""
+"""``PLAIN`` lines (a match never spans two lines) joined by ``\n``, all of one rank and node
+(back-references): one pass, no object per line."""
+
+# A field of a line of a block ``_PLAIN_BLOCK`` matched, without its name: what ``PLAIN``'s
+# group for it gives.
+_ITERATION = operator.itemgetter(slice(len("iter="), None))
+_LOSS = operator.itemgetter(slice(len("loss="), None))
+_STEP_TIME = operator.itemgetter(slice(len("step_s="), None))
+_COMPUTE_TIME = operator.itemgetter(slice(len("compute_s="), None))
+_WAIT_TIME = operator.itemgetter(slice(len("wait_s="), None))
+_SAMPLES_PER_S = operator.itemgetter(slice(len("samples_per_s="), None))
 
 
 class PlainColumns(NamedTuple):
@@ -105,43 +125,71 @@ class PlainColumns(NamedTuple):
     compute_times: tuple[float, ...] | None
     wait_times: tuple[float, ...] | None
     samples_per_s: tuple[float, ...] | None
+    texts: tuple[str, ...]  # the lines
 
 
 def parse_plain_block(text: str, count: int) -> PlainColumns | None:
-    """``count`` lines joined by ``\\n``, when every one is plain and of one kind; else None
-    (the caller reads them one by one). One regex pass and the conversions column by column,
-    at C speed: no Python code runs per line."""
-    found = _PLAIN_LINES.findall(text)
-    if len(found) != count or not found:
-        return None  # a line that is not plain (a match never spans two lines)
-    columns = list(zip(*found, strict=True))
-    ranks, nodes, compute, rate = columns[2], columns[3], columns[7], columns[9]
-    if len(set(ranks)) > 1 or len(set(nodes)) > 1:
+    """``count`` lines joined by ``\n``, when every one is plain and of one kind; else None
+    (the caller reads them one by one). One regex pass to check them, one per column to read
+    it, and the conversions column by column, at C speed: no Python code runs per line, and
+    no object is made per line but its values (tuples per line were most of the cost, in
+    time and in the garbage collector's work)."""
+    m = _PLAIN_BLOCK.fullmatch(text)
+    if m is None or text.count("\n") + 1 != count:
+        return None  # a line that is not plain, or not of the first line's rank and node
+    compute = text.count(" compute_s=")  # once in a line that has it, as samples_per_s=
+    rate = text.count(" samples_per_s=")
+    if compute not in (0, count) or rate not in (0, count):
         return None
-    if len(set(map(bool, compute))) > 1 or len(set(map(bool, rate))) > 1:
+    # The lines' fields, space-separated (a node name has no space): with the same fields
+    # in every line, a column is every ``width``-th.
+    fields = text.replace("\n", " ").split(" ")
+    width = 6 + (2 if compute else 0) + (1 if rate else 0)
+    stamps = _block_stamps(fields[::width])
+    if stamps is None:
         return None
-    for second in set(columns[0]):
-        if second not in _SECONDS:
-            if len(_SECONDS) >= 4096:
-                _SECONDS.clear()
-            d = second  # YYYY-MM-DDTHH:MM:SS, as PLAIN's groups split it
-            _SECONDS[second] = iso_seconds(d[:4], d[5:7], d[8:10], d[11:13], d[14:16], d[17:])
-        if _SECONDS.get(second) is None:
-            return None
-    seconds = map(_SECONDS.__getitem__, columns[0])
-    fractions = map(float, map("0.".__add__, columns[1]))
+    rank, node = m.group(1), m.group(2)
     return PlainColumns(
-        kind=(ranks[0], nodes[0], not compute[0], not rate[0]),
-        rank=int(ranks[0]),
-        node=nodes[0],
-        stamps=tuple(map(operator.add, seconds, fractions)),
-        iterations=tuple(map(int, columns[4])),
-        losses=tuple(map(float, columns[5])),
-        step_times=tuple(map(float, columns[6])),
-        compute_times=tuple(map(float, compute)) if compute[0] else None,
-        wait_times=tuple(map(float, columns[8])) if compute[0] else None,
-        samples_per_s=tuple(map(float, rate)) if rate[0] else None,
+        kind=(rank, node, not compute, not rate),
+        rank=int(rank),
+        node=node,
+        stamps=stamps,
+        iterations=tuple(map(int, map(_ITERATION, fields[3::width]))),
+        losses=tuple(map(float, map(_LOSS, fields[4::width]))),
+        step_times=tuple(map(float, map(_STEP_TIME, fields[5::width]))),
+        compute_times=tuple(map(float, map(_COMPUTE_TIME, fields[6::width]))) if compute else None,
+        wait_times=tuple(map(float, map(_WAIT_TIME, fields[7::width]))) if compute else None,
+        samples_per_s=(
+            tuple(map(float, map(_SAMPLES_PER_S, fields[width - 1 :: width]))) if rate else None
+        ),
+        texts=tuple(text.split("\n")),
     )
+
+
+def _block_stamps(heads: list[str]) -> tuple[float, ...] | None:
+    """Each plain line's printed time (``heads``: its stamps, ``YYYY-MM-DDTHH:MM:SS.fZ``);
+    None when one is not a date. A block's lines share a stamp or a few: each distinct one
+    is read once."""
+    values: dict[str, float] = {}
+    for head in set(heads):
+        value = _stamp(head)
+        if value is None:
+            return None
+        values[head] = value
+    if len(values) == 1:
+        return (values[heads[0]],) * len(heads)
+    return tuple(map(values.__getitem__, heads))
+
+
+def _stamp(head: str) -> float | None:
+    """``YYYY-MM-DDTHH:MM:SS.fZ`` as ``parse_plain`` reads it; None when it is no date."""
+    d = head[:19]  # as PLAIN's groups split it
+    second = _SECONDS.get(d, -1.0)
+    if second == -1.0:
+        if len(_SECONDS) >= 4096:
+            _SECONDS.clear()
+        second = _SECONDS[d] = iso_seconds(d[:4], d[5:7], d[8:10], d[11:13], d[14:16], d[17:])
+    return None if second is None else second + float("0." + head[20:-1])
 
 
 # Digit-free words that make a line more than a plain step to the scan or its trackers: a

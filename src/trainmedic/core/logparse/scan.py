@@ -17,6 +17,7 @@ log grows by) and split into attempts at the workload's restart lines (``attempt
 from __future__ import annotations
 
 import copy
+import operator
 import re
 from collections import Counter, deque
 from collections.abc import Iterable, Sequence
@@ -412,7 +413,13 @@ class LineScanner:
             self._timeline.candidates(first, texts, parsed)
         ring, cut = self._ring, self._window_chars
         keep = n if ring.maxlen is None else min(n, ring.maxlen)
-        ring.extend((first + i, texts[i][:cut]) for i in range(n - keep, n))
+        ring.extend(
+            zip(
+                range(first + n - keep, first + n),
+                map(operator.itemgetter(slice(cut)), texts[n - keep :]),
+                strict=True,
+            )
+        )
         self._prev = texts[-1]
 
     def _timeline_now(self) -> Timeline:

@@ -333,13 +333,15 @@ class TimelineTracker:
         the few it keeps: once the last ``LAST_POINTS`` are held, candidate ``j`` of them
         pushes out the ``j``-th of (those held, then these), which is kept when its count
         falls on the stride; only those are visited (the stride can grow as they are)."""
-        n, i = len(texts), 0
-        while i < n and len(self._last) < LAST_POINTS:
-            self.candidate(first_line + i, texts[i], parsed[i])
-            i += 1
-        if i == n:
+        n, held = len(texts), self._last
+        # Until LAST_POINTS are held, ``candidate`` only counts and holds: all at once.
+        i = min(n, LAST_POINTS - len(held))
+        if i > 0:
+            self._seen += i
+            held.extend(zip(range(first_line, first_line + i), texts[:i], parsed[:i], strict=True))
+        if i >= n:
             return
-        held = self._last  # read as it is until the end, then extended
+        # held is read as it is until the end, then extended
         start, m, seen = first_line + i - len(held), n - i, self._seen
 
         def item(j: int) -> tuple[int, str, Parsed | None]:

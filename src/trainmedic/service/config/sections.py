@@ -20,6 +20,7 @@ from trainmedic.sources.lines import resolve_timezone
 
 DEFAULT_API_PORT = 8377
 DB_FILE_NAME = "trainmedic.db"
+MAX_SOURCE_WORKERS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +52,20 @@ class ServiceConfig:
     unwatch_after_s: float = 300.0
     """A job that ended (or that the scheduler no longer knows) and has no advice in progress
     is unwatched this long after: its files are closed and its state dropped."""
+    source_workers: int = 0
+    """Processes that read and parse the watched jobs' log files beside the loop (each job
+    is read by one). 0 = read in the loop's own process: enough for tens of jobs; give 1-4
+    (and as many spare cores) to a service watching hundreds of jobs that log thousands of
+    lines a second (``benchmarks/bench_soak.py``)."""
 
     def __post_init__(self) -> None:
         positive("service.poll_interval_s", self.poll_interval_s)
         positive("service.unwatch_after_s", self.unwatch_after_s)
+        if not 0 <= self.source_workers <= MAX_SOURCE_WORKERS:
+            raise ValueError(
+                f"service.source_workers must be in 0..{MAX_SOURCE_WORKERS}, "
+                f"got {self.source_workers}"
+            )
         if not 0 < self.api_port < 65536:
             raise ValueError(f"service.api_port must be in 1..65535, got {self.api_port}")
 
