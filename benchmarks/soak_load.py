@@ -77,8 +77,13 @@ def writer(base: str, slots: list[Slot], rate: int, t0: float, out: str) -> None
                 with log_path(logs, slot.job_id, 0).open("a") as f:
                     f.write(f"{stamp} [rank0] node=n0 {CRASH}\n")
                 crashed[slot.job_id] = time.time()
-        per_file = max(1, round(rate * TICK_S / max(1, len(active) * FILES_PER_JOB)))
-        for job_id in active:
+        # This tick's steps (a line in each of a job's files), shared out exactly: some jobs
+        # get one more, a different few each tick, so the aggregate is ``rate`` lines/s.
+        base, extra = divmod(round(rate * TICK_S / FILES_PER_JOB), max(1, len(active)))
+        for k, job_id in enumerate(active):
+            per_file = base + ((k + ticks * extra) % len(active) < extra)
+            if per_file == 0:
+                continue
             first = iteration.get(job_id, 0)
             for rank in range(FILES_PER_JOB):
                 head = f"{stamp} [rank{rank}] node=n{rank} iter="
