@@ -141,6 +141,33 @@ def test_a_killed_reader_is_started_again_and_every_line_is_taken_once(
         pool.stop()
 
 
+@pytest.mark.timeout(120)
+def test_jobs_joining_while_a_reader_answers_do_not_block_the_loop(tmp_path: Path) -> None:
+    """A discovery of thousands of jobs during a cycle whose poll answers are still unread:
+    both ends would wait on a full socket buffer if the loop sent the reader more then."""
+    files = _files(tmp_path, 60)
+    for f in files:
+        for r, path in enumerate(map(Path, f.log_paths)):
+            _steps(path, 0, 500, rank=r)  # megabytes of answers: the reader blocks sending
+    pool = _pool(1, files)
+    try:
+        polling = pool.start_poll()
+        time.sleep(1.0)  # the reader fills the socket and waits for the loop to read
+        joining = [
+            JobFiles(f"new{k}", (str(tmp_path / ("x" * 150) / f"new{k}.log"),)) for k in range(5000)
+        ]
+        for f in joining:
+            pool.watch(f)  # about a megabyte of messages
+        taken = [obs for answer in polling.answers() for obs in answer]
+        assert sum(_iterations(taken).values()) == 60 * 2 * 500
+        _steps(Path(files[0].log_paths[0]), 500, 1)
+        again = [obs for answer in pool.start_poll().answers() for obs in answer]
+        assert {getattr(o, "job_id", None) for o in again} >= {"j0"}  # the reader goes on
+        assert len(pool._jobs) == 5060
+    finally:
+        pool.stop()
+
+
 def _service(tmp_path: Path, sched: FakeScheduler, workers: int) -> tuple[Service, Store]:
     store = Store(sqlite_url(str(tmp_path / "state.db")))
     config = Config(service=ServiceConfig(state_dir=str(tmp_path), source_workers=workers))

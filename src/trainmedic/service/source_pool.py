@@ -97,6 +97,7 @@ class Polling:
                     del waiting[conn]
                     if message is not None:
                         slot.reported_cpu_s = message[1]
+                        self._pool._answered(slot)
                 else:
                     yield self._pool._take(message)
 
@@ -108,6 +109,8 @@ class _Slot:
     jobs: set[str] = field(default_factory=set)
     cpu_s: float = 0.0  # CPU seconds of this slot's readers, ended ones included
     reported_cpu_s: float = 0.0  # the running reader's, as it last said
+    polling: bool = False  # a poll was asked and its last answer has not come yet
+    later: list[tuple[Any, ...]] = field(default_factory=list)  # told once it has
 
 
 class SourcePool:
@@ -142,8 +145,7 @@ class SourcePool:
         self._jobs[files.job_id] = job
         self._owner[files.job_id] = slot
         slot.jobs.add(files.job_id)
-        if slot.conn is not None:
-            self._send(slot, ("watch", files))
+        self._tell(slot, ("watch", files))
         return job
 
     def close_job(self, job_id: str) -> None:
@@ -152,8 +154,7 @@ class SourcePool:
         if slot is None:
             return
         slot.jobs.discard(job_id)
-        if slot.conn is not None:
-            self._send(slot, ("close", (job_id,)))
+        self._tell(slot, ("close", (job_id,)))
 
     def forget(self, paths: Iterable[str]) -> None:
         """Files no longer followed: their positions are not stored again."""
@@ -180,6 +181,7 @@ class SourcePool:
         for slot in self._slots:
             if slot.jobs and self._started(slot) and self._send(slot, ("poll",)):
                 waiting[slot.conn] = slot
+                slot.polling = True
         self._polling = Polling(self, waiting, carried)
         return self._polling
 
@@ -269,6 +271,26 @@ class SourcePool:
             ok = ok and self._send(slot, ("watch", self._jobs[job_id].files))
         return ok
 
+    def _tell(self, slot: _Slot, message: tuple[Any, ...]) -> None:
+        """A message with no answer. While the reader answers a poll it is kept until the
+        last answer came: the reader, blocked sending answers the loop has not read yet,
+        reads nothing, and a loop sending it more than a socket buffer (a discovery of
+        hundreds of jobs) would block too, each waiting for the other."""
+        if slot.conn is None:
+            return  # a reader started later is told its jobs then
+        if slot.polling:
+            slot.later.append(message)
+        else:
+            self._send(slot, message)
+
+    def _answered(self, slot: _Slot) -> None:
+        """The reader's poll is answered: what was kept for it is sent now."""
+        slot.polling = False
+        later, slot.later = slot.later, []
+        for message in later:
+            if not self._send(slot, message):
+                return
+
     def _send(self, slot: _Slot, message: tuple[Any, ...]) -> bool:
         assert slot.conn is not None
         try:
@@ -296,6 +318,7 @@ class SourcePool:
     def _drop(slot: _Slot, *, keep_process: bool = False) -> None:
         slot.cpu_s += slot.reported_cpu_s
         slot.reported_cpu_s = 0.0
+        slot.polling, slot.later = False, []  # a new reader is told the whole state
         if slot.conn is not None:
             slot.conn.close()
         slot.conn = None
