@@ -23,6 +23,7 @@ what the service took and where a new reader resumes never disagree.
 from __future__ import annotations
 
 import itertools
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -150,4 +151,7 @@ it sends is pickled under this module's name, not ``__main__``)."""
 
 
 def main() -> None:
+    # Ctrl-C in a terminal reaches the whole process group: the service stops its readers
+    # itself (or its end of the socket closes), so a reader does not die mid-answer.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     serve(Connection(int(sys.argv[1])))
