@@ -34,6 +34,8 @@ FLOORS = {
     "batch15": 0.85,
     "batch16": 0.83,
     "batch17": 0.83,
+    "batch18": 0.61,
+    "batch19": 0.69,
 }
 """High+medium category accuracy after fixes (batch01 28/31, batch02 39/44, batch03 38/41,
 batch04 33/37, batch05 35/38, batch06 38/45 when set; batch07 37/38, d-fix07; batch08 28/36,
