@@ -6,7 +6,7 @@ culprit is, in order of trust:
 
 1. the rank of the root-cause event, when there is one;
 2. the first entry of torchrun's failure table whose exit is not a SIGTERM torchrun sent
-   (earliest ``time``, then order in the log);
+   (earliest ``time``, a SIGKILL first within the same second, then order in the log);
 3. the one rank that did not time out while the others did;
 4. the rank whose last completed collective is the lowest (it fell behind).
 """
@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from trainmedic.core.logparse.elastic import ChildFailure
+from trainmedic.core.logparse.elastic import SIGKILL_EXITS, ChildFailure
 from trainmedic.core.model import Event
 
 _SEQ = re.compile(r"SeqNum=(\d+)")
@@ -56,7 +56,14 @@ def first_real_failure(failures: Iterable[ChildFailure]) -> ChildFailure | None:
     if not real:
         return None
     # torchrun's time field sorts as text ("2024-09-11_09:17:37"); entries without one last.
-    return min(real, key=lambda f: (f.time == "", f.time, f.line))
+    # Within one second a SIGKILL comes first: torchrun's own teardown sends SIGTERM and
+    # escalates to SIGKILL only after its grace period (30 s), so a SIGKILL in the same second
+    # as another child's exit came from outside the job (the OOM killer, an admin), and the
+    # other child's exit 1 is what losing that peer did to it.
+    return min(
+        real,
+        key=lambda f: (f.time == "", f.time, not f.time or f.exitcode not in SIGKILL_EXITS, f.line),
+    )
 
 
 def find_culprit(
