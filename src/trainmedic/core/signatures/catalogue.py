@@ -79,6 +79,11 @@ class Signature:
     examples: tuple[str, ...]
     description: str
     counter_examples: tuple[str, ...] = ()
+    generic: bool = False
+    """A bare exception type (``ValueError: <anything>``): the type says only that the program
+    raised, the message says why. Python frameworks wrap NCCL, CUDA, disk and build failures in
+    such types, so on a line where a mechanism signature also matches, the mechanism decides
+    (``Hit.outranked``); alone, the bare type still does."""
 
 
 @dataclass(frozen=True, slots=True)

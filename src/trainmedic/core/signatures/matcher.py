@@ -20,9 +20,9 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from trainmedic.core.model import Event, EvidenceSource, LinePrefix
+from trainmedic.core.model import Event, EvidenceSource, LinePrefix, Role
 from trainmedic.core.signatures.catalogue import Catalogue, Signature, load_catalogue
 from trainmedic.core.signatures.prefilter import choose_anchors, trie_pattern
 
@@ -41,10 +41,13 @@ _MEMO_MAX_LINE = 4096  # longer lines skip the memo (rare, and costly to keep as
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One signature matching one line; ``groups`` holds the named groups that matched."""
+    """One signature matching one line; ``groups`` holds the named groups that matched.
+    ``outranked``: a generic (bare exception type) hit on a line that a mechanism signature
+    also matches; its event is context, so the mechanism decides (see ``_rank``)."""
 
     signature: Signature
     groups: tuple[tuple[str, str], ...] = ()
+    outranked: bool = False
 
     def group(self, name: str) -> str | None:
         for key, value in self.groups:
@@ -156,7 +159,7 @@ class Matcher:
                     groups = tuple((k, v) for k, v in m.groupdict().items() if v)
                     hits.append(Hit(self._signatures[index], groups))
                     break
-        return tuple(hits)
+        return _rank(hits)
 
     def to_event(
         self,
@@ -172,6 +175,8 @@ class Matcher:
         for an Xid, category/kind/role/action/strength from the Xid table."""
         signature = hit.signature
         category, kind, role = signature.category, signature.kind, signature.role
+        if hit.outranked:
+            role = Role.CONTEXT
         action_hint, strong = signature.action_hint, signature.strong
         xid = _to_int(hit.group("xid"))
         if xid is not None:
@@ -197,6 +202,27 @@ class Matcher:
             action_hint=action_hint,
             strong=strong,
         )
+
+
+_MECHANISM_ROLES = frozenset({Role.PRIMARY, Role.CASCADE})
+
+
+def _rank(hits: list[Hit]) -> tuple[Hit, ...]:
+    """Mark the generic hits of a line that a mechanism also matches as outranked.
+
+    "ValueError: Horovod was not built with MPI support" matches ``py.value_error`` (the job's
+    code raised) and ``stack.feature_not_built`` (the installation lacks a backend): the type
+    is what every framework raises for anything, the message names the cause. A mechanism is a
+    non-generic hit that can stand for a cause (primary) or for another rank's failure
+    (cascade); context and teardown lines say too little to overrule the type. Done here, not
+    in attribution, so that every consumer of the events (analyze, the live engine, the store)
+    sees one role per line."""
+    if len(hits) < 2 or not any(h.signature.generic for h in hits):
+        return tuple(hits)
+    named = any(not h.signature.generic and h.signature.role in _MECHANISM_ROLES for h in hits)
+    if not named:
+        return tuple(hits)
+    return tuple(replace(h, outranked=True) if h.signature.generic else h for h in hits)
 
 
 def line_shape(text: str) -> bytes:
