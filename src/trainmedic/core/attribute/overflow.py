@@ -33,6 +33,10 @@ DROP_MIN = 2.0**8
 CALIBRATED_MIN = 256.0
 """Scales a healthy fp16 run settles at stay at or above this (a start's calibration from
 2^16-2^32 stops well above it); a run that drove the scale below it is no calibration."""
+UNSCALED_MAX = 1.0
+"""A scale below 1 shrinks the gradients before the fp16 cast: the unscaled gradients
+themselves overflow, which no healthy run's calibration reaches (DeepSpeed's default floor is
+1); two falling skips there are divergence however short the run."""
 RECOVERY_REPORTS = 10
 """Progress reports after the run's last skip that say training went on without overflowing."""
 CONFIDENCE = 0.5
@@ -51,7 +55,12 @@ def _diverged(run: ScalerRun) -> bool:
     deep = run.last_scale is not None and run.last_scale < CALIBRATED_MIN
     if run.first_of_file and not deep:
         return False  # a start calibrating its scale (or an excerpt of one)
-    return (run.skips >= RUN_MIN and run.falling) or (run.skips >= 2 and _drop(run) >= DROP_MIN)
+    below_unscaled = run.last_scale is not None and run.last_scale < UNSCALED_MAX
+    return (
+        (run.skips >= RUN_MIN and run.falling)
+        or (run.skips >= 2 and _drop(run) >= DROP_MIN)
+        or (run.skips >= 2 and run.falling and below_unscaled)
+    )
 
 
 def _scale(value: float | None) -> str:
