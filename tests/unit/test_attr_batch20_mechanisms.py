@@ -138,12 +138,11 @@ HEALTHY: dict[str, str] = {
     # a scaler probing up and back at healthy scales while training goes on
     "scaler_probing_at_healthy_scales": (
         _STEPS + "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0\n"
-        "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 16384.0\n"
-        + _STEPS
+        "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 16384.0\n" + _STEPS
     ),
     # smartctl's table of a sound drive and smartd registering it
     "smart_sound_drive": (
-        "smartd[1412]: Device: /dev/sda [SAT], is SMART capable. Adding to \"monitor\" list.\n"
+        'smartd[1412]: Device: /dev/sda [SAT], is SMART capable. Adding to "monitor" list.\n'
         "197 Current_Pending_Sector  0x0012   100   100   000    Old_age   Always       -       0\n"
         "SMART overall-health self-assessment test result: PASSED\n"
     ),

@@ -35,8 +35,11 @@ CALIBRATED_MIN = 256.0
 2^16-2^32 stops well above it); a run that drove the scale below it is no calibration."""
 UNSCALED_MAX = 1.0
 """A scale below 1 shrinks the gradients before the fp16 cast: the unscaled gradients
-themselves overflow, which no healthy run's calibration reaches (DeepSpeed's default floor is
-1); two falling skips there are divergence however short the run."""
+themselves overflow. A start may calibrate that low (fairseq's init scale), so only after
+``TRAINED_BEFORE`` progress reports: there two falling skips are divergence however short
+the run."""
+TRAINED_BEFORE = 2
+"""Progress reports before a run that say the scaler had left its start's calibration."""
 RECOVERY_REPORTS = 10
 """Progress reports after the run's last skip that say training went on without overflowing."""
 CONFIDENCE = 0.5
@@ -56,10 +59,11 @@ def _diverged(run: ScalerRun) -> bool:
     if run.first_of_file and not deep:
         return False  # a start calibrating its scale (or an excerpt of one)
     below_unscaled = run.last_scale is not None and run.last_scale < UNSCALED_MAX
+    after_training = run.reports_before >= TRAINED_BEFORE
     return (
         (run.skips >= RUN_MIN and run.falling)
         or (run.skips >= 2 and _drop(run) >= DROP_MIN)
-        or (run.skips >= 2 and run.falling and below_unscaled)
+        or (run.skips >= 2 and run.falling and below_unscaled and after_training)
     )
 
 
