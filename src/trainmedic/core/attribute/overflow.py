@@ -33,6 +33,13 @@ DROP_MIN = 2.0**8
 CALIBRATED_MIN = 256.0
 """Scales a healthy fp16 run settles at stay at or above this (a start's calibration from
 2^16-2^32 stops well above it); a run that drove the scale below it is no calibration."""
+UNSCALED_MAX = 1.0
+"""A scale below 1 shrinks the gradients before the fp16 cast: the unscaled gradients
+themselves overflow. A start may calibrate that low (fairseq's init scale), so only after
+``TRAINED_BEFORE`` progress reports: there two falling skips are divergence however short
+the run."""
+TRAINED_BEFORE = 2
+"""Progress reports before a run that say the scaler had left its start's calibration."""
 RECOVERY_REPORTS = 10
 """Progress reports after the run's last skip that say training went on without overflowing."""
 CONFIDENCE = 0.5
@@ -51,7 +58,13 @@ def _diverged(run: ScalerRun) -> bool:
     deep = run.last_scale is not None and run.last_scale < CALIBRATED_MIN
     if run.first_of_file and not deep:
         return False  # a start calibrating its scale (or an excerpt of one)
-    return (run.skips >= RUN_MIN and run.falling) or (run.skips >= 2 and _drop(run) >= DROP_MIN)
+    below_unscaled = run.last_scale is not None and run.last_scale < UNSCALED_MAX
+    after_training = run.reports_before >= TRAINED_BEFORE
+    return (
+        (run.skips >= RUN_MIN and run.falling)
+        or (run.skips >= 2 and _drop(run) >= DROP_MIN)
+        or (run.skips >= 2 and run.falling and below_unscaled and after_training)
+    )
 
 
 def _scale(value: float | None) -> str:

@@ -130,6 +130,7 @@ class ScalerRun:
     falling: bool  # every skip kept or lowered the scale
     first_of_file: bool  # no scaler report came before it (a start calibrating its scale)
     reports_after: int  # progress reports printed after its last skip
+    reports_before: int = 0  # progress reports printed before its first skip (training had run)
 
 
 class LossScaleTracker:
@@ -143,6 +144,7 @@ class LossScaleTracker:
         "_last_line",
         "_prev",
         "_reports_at",
+        "_reports_before",
         "_run_first",
         "_scale",
         "_seen",
@@ -157,6 +159,7 @@ class LossScaleTracker:
         self._prev: ScaleReport | None = None
         self._last_line = 0
         self._reports_at = 0
+        self._reports_before = 0
         self._skips = 0  # of the current run (0: none)
         self._form = ""
         self._run_first = 0
@@ -220,8 +223,9 @@ class LossScaleTracker:
             return 0 <= report.iteration - self._iteration <= ADJACENT_ITERATIONS
         return reports - self._reports_at <= 3
 
-    def _start_run(self, report: ScaleReport, line_no: int) -> None:
+    def _start_run(self, report: ScaleReport, line_no: int, reports: int) -> None:
         self._form = report.form
+        self._reports_before = reports
         self._run_first = line_no
         self._skips = 0
         self._start = report.attempted if report.attempted is not None else self._scale
@@ -230,7 +234,7 @@ class LossScaleTracker:
 
     def _skip(self, report: ScaleReport, line_no: int, reports: int) -> None:
         if not self._continues(report, reports):
-            self._start_run(report, line_no)
+            self._start_run(report, line_no, reports)
         new = report.scale if report.scale is not None else report.attempted
         if new is not None and self._scale is not None and self._skips:
             self._falling = self._falling and new <= self._scale
@@ -249,7 +253,7 @@ class LossScaleTracker:
             return
         grew = self._scale is not None and report.scale is not None and report.scale > self._scale
         if not self._skips or grew:
-            self._start_run(report, line_no)
+            self._start_run(report, line_no, reports)
             self._start = self._scale if self._scale is not None else report.scale
         elif report.scale is not None and self._scale is not None:
             self._falling = self._falling and report.scale <= self._scale
@@ -271,4 +275,5 @@ class LossScaleTracker:
             falling=self._falling,
             first_of_file=self._first_of_file,
             reports_after=max(0, reports - self._reports_at),
+            reports_before=self._reports_before,
         )

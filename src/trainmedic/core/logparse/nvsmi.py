@@ -2,7 +2,11 @@
 
 ``nvidia-smi -q`` prints, per GPU (``GPU 00000000:3B:00.0``), nested sections of counters; a
 failure is a non-zero *uncorrectable* ECC count (volatile or aggregate), a retirement or row
-remap still pending (the GPU needs a reset), or a failed remap (it needs replacing).
+remap still pending (the GPU needs a reset), or a failed remap (it needs replacing); on an
+NVLink-fabric system (GB200/NVL, HGX with NVSwitch) a ``Fabric`` section whose registration
+ended (``State: Completed``) with a ``Status`` other than ``Success``: the GPU is not part of
+its NVLink domain (clique 0, zero cluster UUID), which the image's own validation treats as a
+GPU node to take out.
 ``dcgmi diag`` prints a table of tests; a ``Fail`` row names what failed: a deployment check
 (libraries, permissions, another process on the GPU) is the platform's, any other test the GPU's.
 """
@@ -16,7 +20,9 @@ from trainmedic.core.model import ActionHint, Category, Kind, Role
 
 _GPU = re.compile(r"^\s*GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)\s*$")
 _KV = re.compile(r"^\s*([A-Za-z][\w /()-]*?)\s*:\s*(\S.*?)\s*$")
-_SECTIONS = ("ECC Errors", "Retired Pages", "Remapped Rows", "Page Retirement")
+_SECTIONS = ("ECC Errors", "Retired Pages", "Remapped Rows", "Page Retirement", "Fabric")
+_FABRIC_FINE = frozenset({"success", "n/a", "not supported"})
+"""Fabric statuses of a GPU that registered, or of one that has no NVLink fabric to join."""
 _MAX_QUIET = 400
 """Lines of one GPU's report: a block ends when none of its keys has been seen for this long."""
 
@@ -29,15 +35,22 @@ def _count(value: str) -> int:
 
 
 class NvidiaSmiParser:
-    triggers: tuple[str, ...] = ("NVSMI LOG", "ECC Errors", "Retired Pages", "Remapped Rows")
+    triggers: tuple[str, ...] = (
+        "NVSMI LOG",
+        "ECC Errors",
+        "Retired Pages",
+        "Remapped Rows",
+        "Fabric",
+    )
 
-    __slots__ = ("_bit", "_gpu", "_quiet", "_reported", "_section", "active")
+    __slots__ = ("_bit", "_fabric_state", "_gpu", "_quiet", "_reported", "_section", "active")
 
     def __init__(self) -> None:
         self.active = False
         self._gpu: str | None = None
         self._section = ""
         self._bit = ""  # "Single Bit" / "Double Bit" (older ECC layout)
+        self._fabric_state = ""  # the Fabric section's State, read before its Status
         self._quiet = 0
         self._reported: set[tuple[str | None, str]] = set()
 
@@ -47,6 +60,7 @@ class NvidiaSmiParser:
         gpu = _GPU.match(body)
         if gpu:
             self._gpu, self._section, self._bit, self._quiet = gpu.group(1), "", "", 0
+            self._fabric_state = ""
             return None
         self._quiet += 1
         if self._quiet > _MAX_QUIET:
@@ -91,6 +105,12 @@ class NvidiaSmiParser:
             return None
         if section in ("Retired Pages", "Page Retirement") and key.startswith("Pending") and yes:
             return "retirement_pending"
+        if section == "Fabric":
+            if key == "State":
+                self._fabric_state = value.lower()
+            elif key == "Status" and self._fabric_state == "completed":
+                return None if value.lower() in _FABRIC_FINE else "fabric_registration_failed"
+            return None
         if section == "Remapped Rows":
             if key == "Pending" and yes:
                 return "remap_pending"
