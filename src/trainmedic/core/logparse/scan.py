@@ -33,7 +33,6 @@ from trainmedic.core.logparse.collect import Collector, ScanLimits
 from trainmedic.core.logparse.collective import CollectiveTrace, CollectiveTracker
 from trainmedic.core.logparse.elastic import ChildFailure, ChildFailureTracker
 from trainmedic.core.logparse.evidence import EvidenceCollector, EvidenceLine, may_be_evidence
-from trainmedic.core.logparse.fairseq import is_fairseq_candidate
 from trainmedic.core.logparse.loss_scale import LossScaleTracker
 from trainmedic.core.logparse.plain import plain_words
 from trainmedic.core.logparse.prefix import REFERENCE_YEAR, full_date_year, parse_prefix
@@ -377,7 +376,7 @@ class LineScanner:
                 self._shapes[shape] = kinds
         if kinds & ~_PROGRESS or not self.matcher.silent(shape):
             return 0
-        step = any(t in text for t in _STEP_WORDS) or is_fairseq_candidate(text)
+        step = any(t in text for t in _STEP_WORDS)
         return 1 + kinds + (_PLAIN_STEP if step else 0)
 
     def _takes_plain(self, plain: int, line_no: int) -> bool:
