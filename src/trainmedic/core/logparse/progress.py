@@ -18,6 +18,8 @@ Recognised (``parse_progress`` takes the message after the line prefix):
 * HF Trainer log dicts (``{'loss': 2.31, 'learning_rate': 5e-05, 'epoch': 0.1}``) only when they
   carry a ``step``: without one the dict says nothing about *which* iteration it is.
 * plain ``step 100 loss 2.3``, ``Iteration 100``, ``iter 100``, ``Step 100/1000``
+* fairseq's ``train_inner`` and epoch summary lines (``fairseq.py``): the step is
+  ``num_updates``; its validation and test lines are no step.
 
 Not every line naming an iteration is a step of training (``is_not_a_step``): a resume or
 restore announcement (``event=resume ckpt=... iter=860``, "Resuming from checkpoint at step
@@ -39,6 +41,7 @@ import re
 from dataclasses import dataclass
 
 from trainmedic.core.badinput import MAX_INT_DIGITS, small_int
+from trainmedic.core.logparse.fairseq import parse_fairseq
 
 MAX_PROGRESS_CHARS = 2048
 """Characters of a line (of its last ``\\r`` segment) that are parsed for progress: real
@@ -237,6 +240,8 @@ def parse_progress(body: str) -> ProgressLine | None:
         return _lightning_resumed(body)
     if "{'" in body:
         return _hf_dict(body)
+    if "num_updates" in body:
+        return _fairseq(body)
     m = _PLAIN.search(body)
     if m and not is_not_a_step(body):
         iteration = small_int(m.group(1))
@@ -245,6 +250,14 @@ def parse_progress(body: str) -> ProgressLine | None:
         lm = _PLAIN_LOSS.search(body, m.end())
         return ProgressLine(iteration=iteration, loss=_num(lm.group(1)) if lm else None)
     return None
+
+
+def _fairseq(body: str) -> ProgressLine | None:
+    found = parse_fairseq(body)
+    if found is None or is_not_a_step(body):
+        return None
+    iteration, loss, step_time, grad_norm = found
+    return ProgressLine(iteration=iteration, loss=loss, step_time=step_time, grad_norm=grad_norm)
 
 
 def _megatron(iteration: int, body: str) -> ProgressLine:

@@ -14,6 +14,7 @@ import re
 from collections import deque
 
 from trainmedic.core.logparse.checkpoint import parse_checkpoint
+from trainmedic.core.logparse.fairseq import is_fairseq_candidate
 from trainmedic.core.logparse.prefix import parse_prefix
 from trainmedic.core.logparse.progress import ProgressLine, is_not_a_step, parse_progress
 from trainmedic.core.logparse.summary import ProgressSummary
@@ -80,7 +81,15 @@ class ProgressTracker:
 
     def observe(self, line_no: int, text: str) -> None:
         # Chained ``in`` tests: the cheapest way CPython has to reject the common line.
-        if "iter" in text or "step" in text or "Iter" in text or "Step" in text or "%|" in text:
+        if (
+            "iter" in text
+            or "step" in text
+            or "Iter" in text
+            or "Step" in text
+            or "%|" in text
+            # fairseq names neither: its step is "num_updates", which validation lines share
+            or ("num_updates" in text and is_fairseq_candidate(text))
+        ):
             if self.screen and "%|" not in text and _not_a_step(text):
                 pass  # a resume, checkpoint, config echo or error naming an iteration
             elif self.first is None:

@@ -1,0 +1,176 @@
+"""fairseq's progress lines (``train_inner``, the epoch summary) read as steps at
+``num_updates``; its validation and test lines, and prose naming ``num_updates``, are no step;
+and a fairseq job whose updates stop is seen to hang, through the live path."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainmedic.core.detect.config import SMALL_JOB
+from trainmedic.core.engine.engine import Engine
+from trainmedic.core.logparse.prefix import parse_prefix
+from trainmedic.core.logparse.progress import ProgressLine, parse_progress
+from trainmedic.core.model import Kind
+from trainmedic.core.observations import JobStatus
+from trainmedic.core.states import JobState
+from trainmedic.offline.analyze import analyze_path
+from trainmedic.sources.joblog import JobLogSource
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+T0 = 1_800_000_000.0
+
+TRAIN_INNER = (
+    "2021-03-08 09:26:57 | INFO | train_inner | epoch 001:    100 / 1563 loss=9.872, "
+    "nll_loss=9.012, ppl=516.4, wps=30506.8, ups=2.39, wpb=12765.4, bsz=412, num_updates=100, "
+    "lr=1.25e-05, gnorm=2.61, loss_scale=128, train_wall=42, gb_free=10.1, wall=45"
+)
+EPOCH_SUMMARY = (
+    "2020-03-23 11:38:13 | INFO | train | epoch 002 | loss 9.803 | nll_loss 8.89 | ppl 474.37 "
+    "| wps 31194.9 | ups 0.07 | wpb 430468 | bsz 14485.4 | num_updates 695 | lr 0.00017375 "
+    "| gnorm 55.005 | train_wall 1001 | wall 1234"
+)
+OLD_SUMMARY = (
+    "| epoch 001 |  loss 5.211 | nll_loss 4.102 | ppl 34.35 | wps 9876 | ups 1.5 "
+    "| num_updates 100 | lr 0.0005"
+)
+OLD_INNER = "| epoch 001:    100 / 1563 loss=5.211, nll_loss=4.102, wps=9876, num_updates=100"
+HYDRA = (
+    "[2023-05-01 10:00:00,123][fairseq.trainer][INFO] - epoch 001:     50 / 390 loss=3.2, "
+    "nll_loss=2.1, ppl=4.29, wps=5000, ups=0.5, num_updates=50, lr=0.0001, gnorm=1.1"
+)
+
+
+def _parse(line: str) -> ProgressLine | None:
+    return parse_progress(line[parse_prefix(line).body_start :])
+
+
+@pytest.mark.parametrize(
+    ("line", "iteration", "loss"),
+    [
+        (TRAIN_INNER, 100, 9.872),
+        (EPOCH_SUMMARY, 695, 9.803),
+        (OLD_SUMMARY, 100, 5.211),
+        (OLD_INNER, 100, 5.211),
+        (HYDRA, 50, 3.2),
+    ],
+)
+def test_each_wording_is_a_step_at_num_updates_with_its_loss(
+    line: str, iteration: int, loss: float
+) -> None:
+    parsed = _parse(line)
+    assert parsed is not None, line
+    assert (parsed.iteration, parsed.loss) == (iteration, loss)
+    assert parsed.samples_per_s is None  # wps counts tokens, not samples
+
+
+def test_the_step_is_num_updates_not_the_count_within_the_epoch() -> None:
+    later = TRAIN_INNER.replace("epoch 001:    100 / 1563", "epoch 003:      5 / 1563")
+    parsed = _parse(later.replace("num_updates=100", "num_updates=3131"))
+    assert parsed is not None and parsed.iteration == 3131
+    assert parsed.step_time == pytest.approx(1 / 2.39) and parsed.grad_norm == 2.61
+
+
+def test_the_real_fairseq_excerpt_counts_its_training_lines_only() -> None:
+    lines = (DATA / "realworld" / "batch20" / "r20009.log").read_text().splitlines()
+    steps = [(p.iteration, p.loss) for p in map(_parse, lines) if p is not None]
+    assert steps == [(695, 9.803), (700, 9.44)]  # the epoch summary, then train_inner
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "2020-03-23 11:38:31 | INFO | valid | epoch 002 | valid on 'valid' subset | loss 9.393 "
+        "| nll_loss 8.328 | ppl 321.26 | wps 84912.1 | wpb 11298 | bsz 382.5 | num_updates 695 "
+        "| best_loss 9.393",
+        "| epoch 002 | valid on 'valid' subset | loss 9.393 | nll_loss 8.328 | num_updates 695",
+        "2021-03-08 10:00:00 | INFO | valid_small | epoch 002 | loss 9.1 | num_updates 695",
+        "2021-03-08 10:00:00 | INFO | test | epoch 002 | loss 9.1 | num_updates 695",
+        "[2023-05-01 10:00:00,123][fairseq_cli.train][INFO] - epoch 001 | valid on 'valid' "
+        "subset | loss 3.1 | num_updates 50",
+        # prose of another tool naming num_updates: no fairseq step line
+        "INFO trainer: will set num_updates 500 for the scheduler warmup",
+        "we reached num_updates=500 in epoch 3",
+        "2021-03-08 10:00:00 | INFO | fairseq.trainer | loaded checkpoint x.pt (epoch 3 "
+        "| num_updates 700)",
+    ],
+)
+def test_validation_test_and_prose_lines_are_no_step(line: str) -> None:
+    assert _parse(line) is None
+
+
+def test_analyze_counts_fairseq_steps_and_not_the_validation_after_them(tmp_path: Path) -> None:
+    # fp32 (no loss_scale field, which the loss scaler's tracker would read too)
+    fp32 = TRAIN_INNER.replace(" loss_scale=128,", "")
+    lines = [fp32.replace("num_updates=100", f"num_updates={n}") for n in range(100, 1100, 100)]
+    lines += [
+        "2021-03-08 09:30:00 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 9.0 "
+        "| num_updates 1000 | best_loss 9.0"
+    ] * 3
+    (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
+    progress = analyze_path(tmp_path / "train.log").progress
+    assert (progress.reports, progress.first_iteration, progress.last_iteration) == (10, 100, 1000)
+
+
+_FRAGMENTS = st.sampled_from(
+    [
+        "| INFO | train_inner |", "| INFO | train |", "| valid |", "epoch 001:", "epoch 002 |",
+        "   100 / 1563", "loss=", "loss ", "num_updates=", "num_updates ", "ups=", "gnorm ",
+        "9.872,", "1e999", "nan", "-inf", "99999999999999999999", "valid on 'valid' subset",
+        "|", " ", "=", ",", ":", "\r",
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_FRAGMENTS | st.text(max_size=8), max_size=30))
+def test_fairseq_like_lines_never_raise(parts: list[str]) -> None:
+    parsed = parse_progress("".join(parts))
+    assert parsed is None or 0 <= parsed.iteration < 10**18
+
+
+def _stamp(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _inner(t: float, updates: int) -> str:
+    return (
+        f"{_stamp(t)} | INFO | train_inner | epoch 001:    {updates} / 1563 loss=4.1, "
+        f"nll_loss=3.2, ppl=9.2, wps=30506.8, ups=1.0, wpb=12765.4, bsz=412, "
+        f"num_updates={updates}, lr=1e-04, gnorm=1.2, loss_scale=128, train_wall=4, wall=5\n"
+    )
+
+
+def test_a_fairseq_job_whose_updates_stop_hangs_live(tmp_path: Path) -> None:
+    """Through the service's path (JobLogSource on a real file, the engine): the updates are
+    progress, a validation printed after they stopped is none, so the job is seen to hang."""
+    log = tmp_path / "train.log"
+    log.write_text("")
+    engine = Engine(SMALL_JOB, settle_s=0.5)
+    engine.watch("j")
+    engine.observe(JobStatus(T0, "j", JobState.RUNNING, ("node1",), 0), T0)
+    now = T0
+    source = JobLogSource("j", [log], clock=lambda: now)
+    for i in range(1, 31):
+        now = T0 + i
+        with log.open("a") as f:
+            f.write(_inner(now, i * 10))
+        engine.observe_all(source.poll(), now)
+        assert engine.evaluate(now) == []
+    last_step = now
+    now += 1.0
+    with log.open("a") as f:
+        f.write(
+            f"{_stamp(now)} | INFO | valid | epoch 001 | valid on 'valid' subset | loss 4.0 "
+            "| nll_loss 3.1 | num_updates 300 | best_loss 4.0\n"
+        )
+    engine.observe_all(source.poll(), now)
+    _, last = engine.progress_of("j")
+    assert last is not None and (last.iteration, last.time) == (300, last_step)
+    findings = engine.evaluate(last_step + 30.0) or engine.evaluate(last_step + 31.0)
+    assert [f.verdict.kind for f in findings] == [Kind.HANG]
+    assert findings[0].anomaly.iteration == 300
