@@ -98,3 +98,30 @@ def resumed(store: Store, job_id: str) -> bool:
     return (last_iteration(store, job_id) or 0) > 0 and any(
         a.attempt >= 1 and a.first_progress_at for a in store.list_attempts(job_id)
     )
+
+
+def children(parent: int, arg: bytes) -> list[int]:
+    """Live processes whose parent is ``parent`` and whose command line has the argument
+    ``arg`` (from /proc: the service's other children, squeue or sinfo, are left out)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] != "Z" and int(fields[1]) == parent and arg in argv:
+            found.append(int(entry))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """The process runs (a zombie does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

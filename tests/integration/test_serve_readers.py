@@ -13,37 +13,14 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.integration.serve_helpers import alive, children
 from tests.waiting import wait
 
 from trainmedic.lab import SlurmCluster
+from trainmedic.sources.reader_process import START
 from trainmedic.store import JobSpec, Store, sqlite_url
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm, pytest.mark.timeout(120)]
-
-
-def _readers(parent: int) -> list[int]:
-    """Live reader processes whose parent is ``parent`` (from /proc)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if fields[0] != "Z" and int(fields[1]) == parent and b"reader_process" in argv:
-            found.append(int(entry))
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 @pytest.mark.parametrize("end", ["sigterm", "kill -9"])
@@ -82,7 +59,9 @@ embedded = false
         store = Store(sqlite_url(str(state / "trainmedic.db")))
         for k, log in enumerate(logs):
             store.register_job(f"9990{k}", "slurm", now=time.time(), spec=JobSpec((str(log),)))
-        readers = wait("two readers", lambda: len(r := _readers(serve.pid)) == 2 and r, 60)
+        readers = wait(
+            "two readers", lambda: len(r := children(serve.pid, START.encode())) == 2 and r, 60
+        )
         # What they read reaches the service: each job's progress is stored.
         wait(
             "progress stored through the readers",
@@ -94,11 +73,11 @@ embedded = false
         else:
             serve.kill()
         serve.wait(20)
-        wait("the readers gone", lambda: not any(_alive(pid) for pid in readers), 30)
+        wait("the readers gone", lambda: not any(alive(pid) for pid in readers), 30)
     finally:
         if serve.poll() is None:
             serve.kill()
             serve.wait(10)
         for pid in readers:
-            if _alive(pid):
+            if alive(pid):
                 os.kill(pid, signal.SIGKILL)

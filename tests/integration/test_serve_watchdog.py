@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.integration.serve_helpers import alive, children
 from tests.waiting import wait
 
 from trainmedic.lab import SlurmCluster
@@ -21,34 +22,8 @@ from trainmedic.service.holdfile import HoldFile
 pytestmark = [pytest.mark.slow, pytest.mark.slurm, pytest.mark.timeout(180)]
 
 
-def _watchdogs(parent: int) -> list[int]:
-    """``trainmedic watchdog`` processes whose parent is ``parent`` (from /proc); the
-    service's other children (squeue, sinfo) are not."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if fields[0] != "Z" and int(fields[1]) == parent and b"watchdog" in argv:
-            found.append(int(entry))
-    return found
-
-
 def _log_text(tmp: Path) -> str:
     return (tmp / "serve.log").read_text(errors="replace").split("watchdog exited", 1)[-1]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def _held_job(cluster: SlurmCluster, tmp: Path, holds: HoldFile, delay: float = 0.0) -> str:
@@ -88,7 +63,7 @@ interval_s = 0.5
     jobs: list[str] = []
     watchdogs: list[int] = []
     try:
-        (first,) = wait("the watchdog child", lambda: _watchdogs(serve.pid), 60)
+        (first,) = wait("the watchdog child", lambda: children(serve.pid, b"watchdog"), 60)
         watchdogs.append(first)
         holds = HoldFile(state / "holds.json")
 
@@ -103,7 +78,9 @@ interval_s = 0.5
         # A watchdog that dies is started again.
         os.kill(first, signal.SIGKILL)
         second = wait(
-            "a new watchdog child", lambda: [p for p in _watchdogs(serve.pid) if p != first], 60
+            "a new watchdog child",
+            lambda: [p for p in children(serve.pid, b"watchdog") if p != first],
+            60,
         )[0]
         watchdogs.append(second)
 
@@ -113,18 +90,18 @@ interval_s = 0.5
         jobs.append(_held_job(slurm_cluster, tmp_path, holds, delay=3.0))
         serve.kill()
         serve.wait(10)
-        assert _alive(second) and slurm_cluster.job_state(jobs[-1]) == "PENDING"
+        assert alive(second) and slurm_cluster.job_state(jobs[-1]) == "PENDING"
         wait(
             "released after the service died",
             lambda: slurm_cluster.job_state(jobs[-1]) == "RUNNING",
         )
-        wait("the orphaned watchdog gone", lambda: not _alive(second))
+        wait("the orphaned watchdog gone", lambda: not alive(second))
     finally:
         if serve.poll() is None:
             serve.send_signal(signal.SIGTERM)
             serve.wait(15)
         for pid in watchdogs:  # the orphaned watchdog this test's service started
-            if _alive(pid):
+            if alive(pid):
                 os.kill(pid, signal.SIGTERM)
         if jobs:
             slurm_cluster.run(["scancel", *jobs], check=False)

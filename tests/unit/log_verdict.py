@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trainmedic.core.model import Verdict
+from trainmedic.core.model import Category, Kind, Verdict
 from trainmedic.offline.analyze import analyze_path
 
 
@@ -14,3 +14,18 @@ def verdict_of(tmp_path: Path, text: str) -> Verdict:
     path = tmp_path / "job.log"
     path.write_text(text)
     return analyze_path(path).verdict
+
+
+def assert_mechanism(tmp_path: Path, name: str, case: tuple[str, Category, Kind]) -> None:
+    """The log ``case[0]`` is a failure of category ``case[1]`` and kind ``case[2]``."""
+    text, category, kind = case
+    verdict = verdict_of(tmp_path, text)
+    assert verdict.failure, name
+    assert verdict.category is category, (name, verdict)
+    assert verdict.kind is kind, (name, verdict)
+
+
+def assert_healthy(tmp_path: Path, name: str, text: str) -> None:
+    """The log ``text`` holds no failure."""
+    verdict = verdict_of(tmp_path, text)
+    assert not verdict.failure, (name, verdict)

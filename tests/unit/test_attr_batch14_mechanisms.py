@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from log_verdict import assert_healthy
 from log_verdict import verdict_of as _verdict
 
 from trainmedic.core.model import Category, Kind
@@ -185,5 +186,4 @@ HEALTHY: dict[str, str] = {
 
 @pytest.mark.parametrize("name", sorted(HEALTHY))
 def test_healthy_lines_stay_healthy(tmp_path: Path, name: str) -> None:
-    verdict = _verdict(tmp_path, HEALTHY[name])
-    assert not verdict.failure, (name, verdict)
+    assert_healthy(tmp_path, name, HEALTHY[name])

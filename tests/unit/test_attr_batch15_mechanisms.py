@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from log_verdict import assert_healthy, assert_mechanism
 from log_verdict import verdict_of as _verdict
 
 from trainmedic.core.model import Category, Kind
@@ -130,11 +131,7 @@ FAILURES: dict[str, tuple[str, Category, Kind]] = {
 
 @pytest.mark.parametrize("name", sorted(FAILURES))
 def test_mechanism_names_its_category(tmp_path: Path, name: str) -> None:
-    text, category, kind = FAILURES[name]
-    verdict = _verdict(tmp_path, text)
-    assert verdict.failure, name
-    assert verdict.category is category, (name, verdict)
-    assert verdict.kind is kind, (name, verdict)
+    assert_mechanism(tmp_path, name, FAILURES[name])
 
 
 @pytest.mark.parametrize(
@@ -198,5 +195,4 @@ HEALTHY: dict[str, str] = {
 
 @pytest.mark.parametrize("name", sorted(HEALTHY))
 def test_healthy_lines_stay_healthy(tmp_path: Path, name: str) -> None:
-    verdict = _verdict(tmp_path, HEALTHY[name])
-    assert not verdict.failure, (name, verdict)
+    assert_healthy(tmp_path, name, HEALTHY[name])

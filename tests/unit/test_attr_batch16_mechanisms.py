@@ -22,6 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from log_verdict import assert_healthy, assert_mechanism
 from log_verdict import verdict_of as _verdict
 
 from trainmedic.core.model import Category, Kind
@@ -181,17 +182,12 @@ HEALTHY: dict[str, str] = {
 
 @pytest.mark.parametrize("name", sorted(FAILURES))
 def test_mechanism_names_its_category(tmp_path: Path, name: str) -> None:
-    text, category, kind = FAILURES[name]
-    verdict = _verdict(tmp_path, text)
-    assert verdict.failure, name
-    assert verdict.category is category, (name, verdict)
-    assert verdict.kind is kind, (name, verdict)
+    assert_mechanism(tmp_path, name, FAILURES[name])
 
 
 @pytest.mark.parametrize("name", sorted(HEALTHY))
 def test_healthy_lines_stay_healthy(tmp_path: Path, name: str) -> None:
-    verdict = _verdict(tmp_path, HEALTHY[name])
-    assert not verdict.failure, (name, verdict)
+    assert_healthy(tmp_path, name, HEALTHY[name])
 
 
 def test_a_cut_remote_read_stays_a_guess(tmp_path: Path) -> None:
