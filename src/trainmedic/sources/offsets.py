@@ -74,7 +74,7 @@ def head_of(fd: int, size: int) -> tuple[int, str]:
 
 
 class _Entry:
-    __slots__ = ("device", "dirty", "head", "inode", "line_no", "offset", "reached_at")
+    __slots__ = ("device", "head", "inode", "line_no", "offset", "reached_at")
 
     def __init__(self, device: int, inode: int, head: tuple[int, str]) -> None:
         self.device = device
@@ -83,7 +83,6 @@ class _Entry:
         self.offset = -1
         self.line_no = 0
         self.reached_at = 0.0
-        self.dirty = False  # moved since the store last confirmed it
 
 
 def _position(path: str, entry: _Entry) -> FilePosition:
@@ -110,6 +109,10 @@ class OffsetBook:
         self.window_start = clock() - lookback_s
         self.max_backlog_bytes = max_backlog_bytes
         self._entries: dict[str, _Entry] = {}
+        # Paths whose position moved since the store last confirmed it (an ordered set):
+        # ``due`` is asked every cycle, and by a reader process for every 32 jobs it answers,
+        # so it must not walk every followed file.
+        self._moved: dict[str, None] = {}
 
     def saved_positions(self) -> tuple[FilePosition, ...]:
         """The stored positions no follower has started from yet (for a reader process's
@@ -161,13 +164,13 @@ class OffsetBook:
             entry.head = head_of(fd, offset)  # a young file: its head is still being written
         if (entry.offset, entry.line_no) != (offset, line_no):
             entry.offset, entry.line_no, entry.reached_at = offset, line_no, self._clock()
-            entry.dirty = True
+            self._moved[path] = None
 
     # -- the service stores what changed ---------------------------------------------------
 
     def due(self) -> list[FilePosition]:
         """Positions that moved since they were last ``saved``."""
-        return [_position(path, entry) for path, entry in self._entries.items() if entry.dirty]
+        return [_position(path, self._entries[path]) for path in self._moved]
 
     def saved(self, positions: Iterable[FilePosition]) -> None:
         """The store holds these now (``due`` offers them again until this is called)."""
@@ -177,12 +180,13 @@ class OffsetBook:
                 position.offset,
                 position.line_no,
             ):
-                entry.dirty = False
+                self._moved.pop(position.path, None)
 
     def forget(self, path: str) -> None:
         """The file is no longer followed (its job was unwatched)."""
         self._entries.pop(path, None)
         self._saved.pop(path, None)
+        self._moved.pop(path, None)
 
     def paths(self) -> tuple[str, ...]:
         """The files whose positions the book holds (for tests and diagnostics)."""
