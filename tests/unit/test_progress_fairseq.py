@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from trainmedic.core.detect.config import SMALL_JOB
 from trainmedic.core.engine.engine import Engine
+from trainmedic.core.logparse.checkpoint import parse_checkpoint
 from trainmedic.core.logparse.prefix import parse_prefix
 from trainmedic.core.logparse.progress import ProgressLine, parse_progress
 from trainmedic.core.model import Kind
@@ -45,6 +46,30 @@ HYDRA = (
 )
 
 
+# --log-format tqdm: the bar counts within the epoch, its postfix carries num_updates
+# (the shape of fairseq issue #247's bars, with updates made).
+TQDM_BAR = (
+    "| epoch 002:  40%|####      | 200/500 [01:02<01:33,  3.21it/s, loss=9.104, nll_loss=8.2, "
+    "ppl=294.1, wps=30506, ups=3.2, wpb=9392, bsz=87, num_updates=700, lr=1e-07, gnorm=1.4]"
+)
+# --log-format json (fairseq issue #2493's epoch summary; train_inner has unprefixed keys).
+JSON_SUMMARY = (
+    '2021-01-05 21:56:35 | INFO | train | {"epoch": 22, "train_loss": "788.127", '
+    '"train_ntokens": "9392.23", "train_nsentences": "87.1935", "train_nll_loss": "7.317", '
+    '"train_wps": "2919.9", "train_ups": "0.31", "train_wpb": "9392.2", "train_bsz": "87.2", '
+    '"train_num_updates": "674", "train_lr": "2.61638e-05", "train_gnorm": "855.085", '
+    '"train_loss_scale": "0.5", "train_train_wall": "99", "train_wall": "2548"}'
+)
+JSON_INNER = (
+    '2021-01-05 21:52:10 | INFO | train_inner | {"epoch": 22, "update": 21.5, "loss": "790.4", '
+    '"nll_loss": "7.4", "ups": "0.32", "num_updates": "660", "gnorm": "700.1"}'
+)
+JSON_VALID = (
+    '2021-01-05 21:56:40 | INFO | valid | {"epoch": 22, "valid_loss": "801.2", '
+    '"valid_nll_loss": "7.5", "valid_num_updates": "674"}'
+)
+
+
 def _parse(line: str) -> ProgressLine | None:
     return parse_progress(line[parse_prefix(line).body_start :])
 
@@ -57,6 +82,9 @@ def _parse(line: str) -> ProgressLine | None:
         (OLD_SUMMARY, 100, 5.211),
         (OLD_INNER, 100, 5.211),
         (HYDRA, 50, 3.2),
+        (TQDM_BAR, 700, 9.104),
+        (JSON_SUMMARY, 674, 788.127),
+        (JSON_INNER, 660, 790.4),
     ],
 )
 def test_each_wording_is_a_step_at_num_updates_with_its_loss(
@@ -97,6 +125,9 @@ def test_the_real_fairseq_excerpt_counts_its_training_lines_only() -> None:
         "we reached num_updates=500 in epoch 3",
         "2021-03-08 10:00:00 | INFO | fairseq.trainer | loaded checkpoint x.pt (epoch 3 "
         "| num_updates 700)",
+        JSON_VALID,
+        # a bar's postfix at 0 updates: no optimizer step made yet (fp16 warm-up, a first draw)
+        TQDM_BAR.replace("num_updates=700", "num_updates=0"),
     ],
 )
 def test_validation_test_and_prose_lines_are_no_step(line: str) -> None:
@@ -114,6 +145,42 @@ def test_analyze_counts_fairseq_steps_and_not_the_validation_after_them(tmp_path
     (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
     progress = analyze_path(tmp_path / "train.log").progress
     assert (progress.reports, progress.first_iteration, progress.last_iteration) == (10, 100, 1000)
+
+
+def test_a_tqdm_bar_counts_updates_across_epochs_not_the_bar(tmp_path: Path) -> None:
+    bars = [
+        TQDM_BAR.replace("epoch 002", f"epoch {epoch:03d}")
+        .replace("200/500", f"{count}/500")
+        .replace("num_updates=700", f"num_updates={(epoch - 1) * 500 + count}")
+        for epoch in (1, 2, 3)
+        for count in (100, 300, 500)
+    ]
+    (tmp_path / "train.log").write_text("\n".join(bars) + "\n")
+    progress = analyze_path(tmp_path / "train.log").progress
+    assert (progress.first_iteration, progress.last_iteration) == (100, 1500)
+
+
+@pytest.mark.parametrize(
+    ("line", "updates"),
+    [
+        # fairseq's checkpoint_utils in its three spellings across versions
+        (
+            "2021-03-08 10:02:11 | INFO | fairseq.checkpoint_utils | saved checkpoint "
+            "checkpoints/checkpoint3.pt (epoch 3 @ 1500 updates, score 3.2) (writing took "
+            "2.1 seconds)",
+            1500,
+        ),
+        ("Saved checkpoint /ckpt/checkpoint_2_700.pt (epoch 2 @ 700 updates, score None) "
+         "(writing took 0.9 seconds)", 700),
+        ("Save checkpoint /ckpt/checkpoint_last.pt (epoch 1 @ 42 updates, score 7.0) "
+         "(writing took 0.1 seconds)", 42),
+        # a path naming a step: the updates still count
+        ("saved checkpoint /runs/step100/checkpoint1.pt (epoch 1 @ 250 updates, score 4.0) "
+         "(writing took 1 seconds)", 250),
+    ],
+)  # fmt: skip
+def test_fairseqs_checkpoint_line_names_its_updates(line: str, updates: int) -> None:
+    assert parse_checkpoint(line[parse_prefix(line).body_start :]) == updates
 
 
 _FRAGMENTS = st.sampled_from(

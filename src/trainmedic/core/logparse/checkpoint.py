@@ -4,7 +4,9 @@ Recognised: ``saved checkpoint at iteration N`` (Megatron prints ``successfully 
 checkpoint at iteration       N to ...``), trainmedic's trainer ``checkpoint saved iter=N
 path=...``, HF Trainer ``Saving model checkpoint to out/checkpoint-500``, DeepSpeed
 ``.../global_step500/...``, Lightning ``saving model to '.../epoch=0-step=500.ckpt'`` and generic
-``saved checkpoint ... step N`` phrasings, and a ``key=value`` line whose kind says it saved
+``saved checkpoint ... step N`` phrasings, fairseq's ``saved checkpoint .../checkpoint3.pt
+(epoch 3 @ 1500 updates, score 3.2) (writing took 2.1 seconds)`` (its updates, the count its
+progress lines report), and a ``key=value`` line whose kind says it saved
 one (``event=ckpt iter=900 path=...``, ``type=checkpoint step=900``).
 """
 
@@ -19,6 +21,9 @@ MAX_CHECKPOINT_CHARS = 1024
 # The gaps between phrase and number are bounded (``.{0,256}?``, not ``.*?``): an unbounded
 # lazy gap made a line repeating "checkpoint saved" cost quadratic time.
 _PATTERNS = (
+    # fairseq names its file by epoch (checkpoint3.pt) and the step in "(epoch E @ N updates":
+    # first, so that a path holding "step" is not read instead.
+    re.compile(r"sav(?:ed?|ing) checkpoint\b.{0,256}?\(epoch \d{1,9} @ (\d+) updates", re.I),
     re.compile(r"saved checkpoint (?:at|for) (?:iteration|iter|step)\s*(?:[:=]\s*)?(\d+)", re.I),
     re.compile(r"checkpoint saved\b.{0,256}?\b(?:iter|iteration|step)\s*[=: ]\s*(\d+)", re.I),
     re.compile(r"saving model checkpoint to \S{0,256}?checkpoint-(\d+)", re.I),

@@ -14,6 +14,16 @@ named by), never the count within the epoch (``100 / 1563``), which starts over 
 ``ups`` (updates per second) gives the step time as a tqdm bar's ``it/s`` does; ``wps`` counts
 tokens, not samples, so no ``samples_per_s`` is read from it.
 
+With ``--log-format tqdm`` the same statistics are the bar's postfix (``epoch 002:  40%|...|
+200/500 [01:02<01:33, 3.2it/s, loss=9.1, ..., num_updates=700, lr=...]``): the bar counts
+within the epoch, ``num_updates`` across epochs, and the step is again ``num_updates``
+(``postfix_updates``).
+
+With ``--log-format json`` each is one JSON object after the logger's prefix: ``| train_inner |
+{"epoch": 1, "update": 0.5, "loss": "9.8", ..., "num_updates": "100", ...}`` and the epoch's
+``| train | {"epoch": 21, "train_loss": "816.9", ..., "train_num_updates": "643", ...}``; the
+validation's keys start with ``valid_`` and its tag is ``| valid |``.
+
 A validation or test pass reports the same ``num_updates`` (``| valid | epoch 002 | valid on
 'valid' subset | loss 9.393 | ... | num_updates 695``): it is no step, so a validation after
 training stopped is not taken for progress, nor for a new iteration.
@@ -29,6 +39,13 @@ _FLOAT = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|NaN|inf|-inf)"
 # Each quantifier matches a run one way only (linear time, as progress.py's).
 _EPOCH = re.compile(r"(?<![\w.])epoch\s+\d{1,9}(?::|\s*\|)")
 _UPDATES = re.compile(r"(?<![\w.])num_updates(?:=|\s+)(\d+)(?![\w.])")
+# The JSON format quotes every value; the epoch summary prefixes its keys with "train_".
+_JSON_EPOCH = re.compile(r'"epoch":\s*\d{1,9}[,}]')
+_JSON_UPDATES = re.compile(r'"(?:train_)?num_updates":\s*"?(\d+)"?[,}]')
+_JSON_FIELDS = {
+    name: re.compile(r'"(?:train_)?' + name + r'":\s*"?' + _FLOAT)
+    for name in ("loss", "ups", "gnorm")
+}
 _FIELDS = {
     "loss": re.compile(r"(?<![\w.])loss(?:=|\s+)" + _FLOAT),
     "ups": re.compile(r"(?<![\w.])ups(?:=|\s+)" + _FLOAT),
@@ -51,23 +68,36 @@ def parse_fairseq(body: str) -> tuple[int, float | None, float | None, float | N
     ``None`` (not fairseq's, a validation or test pass, or more than 18 digits of updates)."""
     if not is_fairseq_candidate(body):
         return None
+    fields = _FIELDS
     epoch = _EPOCH.search(body)
     if epoch is None:
-        return None
-    updates = _UPDATES.search(body, epoch.end())
+        epoch, fields = _JSON_EPOCH.search(body), _JSON_FIELDS
+        if epoch is None:
+            return None
+        updates = _JSON_UPDATES.search(body)  # a JSON object's keys come in any order
+    else:
+        updates = _UPDATES.search(body, epoch.end())
     if updates is None:
         return None
     iteration = small_int(updates.group(1))
     if iteration is None:
         return None
     found: dict[str, float | None] = {}
-    for name, pattern in _FIELDS.items():
-        m = pattern.search(body, epoch.end())
+    start = epoch.end() if fields is _FIELDS else 0
+    for name, pattern in fields.items():
+        m = pattern.search(body, start)
         found[name] = _num(m.group(1)) if m else None
     ups = found["ups"]
     # fairseq rounds ups to two decimals: "ups=0.00" is a slow job, not an infinite step.
     step_time = 1.0 / ups if ups is not None and ups > 0 else None
     return iteration, found["loss"], step_time, found["gnorm"]
+
+
+def postfix_updates(postfix: str) -> int | None:
+    """fairseq's ``num_updates`` in a progress bar's postfix (``--log-format tqdm``), else
+    ``None``."""
+    m = _UPDATES.search(postfix) if "num_updates" in postfix else None
+    return small_int(m.group(1)) if m else None
 
 
 def _num(text: str) -> float | None:

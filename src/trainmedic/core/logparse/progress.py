@@ -41,7 +41,7 @@ import re
 from dataclasses import dataclass
 
 from trainmedic.core.badinput import MAX_INT_DIGITS, small_int
-from trainmedic.core.logparse.fairseq import parse_fairseq
+from trainmedic.core.logparse.fairseq import parse_fairseq, postfix_updates
 
 MAX_PROGRESS_CHARS = 2048
 """Characters of a line (of its last ``\\r`` segment) that are parsed for progress: real
@@ -289,6 +289,17 @@ def _tqdm(body: str) -> ProgressLine | None:
     lm = _TQDM_LOSS.search(rest)
     before = text[matches[-2].end() if len(matches) > 1 else 0 : m.start()]
     label = before.strip().rstrip(":").strip()
+    updates = postfix_updates(rest)
+    if updates is not None:  # fairseq's bar: it counts within the epoch, num_updates across
+        if not updates:  # epochs; 0 updates is no step made yet (as a bar's first draw)
+            return None
+        return ProgressLine(
+            iteration=updates,
+            step_time=step_time,
+            loss=_num(lm.group(1)) if lm else None,
+            elapsed_s=_clock(m.group(3)),
+            label=label[-80:],
+        )
     epoch = _EPOCH_LABEL.fullmatch(label)
     per_epoch = small_int(m.group(2)) if m.group(2) != "?" else None
     if epoch is not None and per_epoch:
