@@ -82,12 +82,13 @@ def test_mechanism_in_bare_type_names_the_category(
 )
 def test_a_cascade_or_unnamed_mechanism_is_not_the_jobs_bug(tmp_path: Path, line: str) -> None:
     """A refused connection is what a rank sees when its peer is gone, NCCL's "unhandled cuda
-    error" a wrapper of unknown cause: wrapped in a ValueError/AssertionError they are still
-    not the program's own bug (today's verdict was application at 0.8, advice stop)."""
+    error" a failed CUDA call inside NCCL (most often the platform under it, a guess): wrapped
+    in a ValueError/AssertionError they are still not the program's own bug (today's verdict
+    was application at 0.8, advice stop)."""
     verdict = verdict_of(tmp_path, _TRACEBACK + "    dist.init_process_group()\n" + line + "\n")
     assert verdict.failure
-    assert verdict.category is Category.UNKNOWN, verdict.basis
-    assert verdict.confidence < 0.8
+    assert verdict.category is not Category.APPLICATION, verdict.basis
+    assert verdict.confidence < 0.5
 
 
 @pytest.mark.parametrize(

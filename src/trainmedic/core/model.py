@@ -140,6 +140,7 @@ class Event:
     xid: int | None = None
     action_hint: ActionHint = ActionHint.NONE
     strong: bool = False  # strong hardware evidence: enough to drain a node
+    likely: bool = False  # the category is what this message usually means, not what it proves
 
     def justifies_drain(self) -> bool:
         """Strong evidence from a system source (kernel log, telemetry, scheduler): the one

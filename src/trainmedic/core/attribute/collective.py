@@ -197,3 +197,36 @@ def _other_phase(progress: ProgressSummary | None) -> PhaseFinding | None:
         f"the last progress printed was '{label[:60]}', not training: one rank worked in that "
         "phase while the others waited in a collective until the watchdog fired",
     )
+
+
+COLLECTIVE_TIMEOUTS = frozenset(
+    {
+        "nccl.watchdog_timeout",
+        "nccl.last_completed",
+        "nccl.dump_signal",
+        "nccl.communicator_aborted",
+        "gloo.timeout",
+    }
+)
+"""The catalogue's cascades that say a collective among the ranks ran out of time (not a
+store, a rendezvous or a connection: those are reaching a peer, not waiting for one)."""
+
+TIMEOUTS_ALONE_CONFIDENCE = 0.3
+"""A guess: below the stop threshold, so the job is restarted, never stopped or drained by it."""
+
+
+def timeouts_alone(cascades: Sequence[Event]) -> PhaseFinding | None:
+    """Every cascade is a collective timeout and nothing else failed: no peer's error, no
+    network or hardware line, no rank's report telling who waited where. Most such timeouts
+    are the ranks' own code apart (one rank behind in its data, its evaluation or a branch the
+    others did not take); a fabric or GPU that stalls leaves lines of its own, and those are
+    read before this. A guess, said as one."""
+    if not cascades or any(e.signature not in COLLECTIVE_TIMEOUTS for e in cascades):
+        return None
+    return PhaseFinding(
+        Category.APPLICATION,
+        Kind.HANG,
+        TIMEOUTS_ALONE_CONFIDENCE,
+        "collective timeouts and nothing else: no peer's error, no link or device line; most "
+        "often one rank behind the others in its own work (a guess, restart)",
+    )

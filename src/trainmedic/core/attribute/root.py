@@ -4,8 +4,8 @@ The earliest primary: by timestamp when both events carry one, by line order wit
 by input order otherwise; on one line, the more specific signature. Then three corrections,
 each a failure mechanism:
 
-* a generic wrapper (NCCL "unhandled cuda error") yields to the detail line just below it
-  ("Last error: Cuda failure ...");
+* a generic wrapper (NCCL "unhandled cuda error", whose category is only the likely one)
+  yields to the detail line just below it ("Last error: Cuda failure ...");
 * a failed transfer to a peer (IB retry exceeded, reset by peer) yields to the peer's own
   failure printed elsewhere in the job: it is what survivors see when a peer dies;
 * kernel-log hardware evidence outranks a generic GPU/NCCL symptom it can explain, unless the
@@ -36,8 +36,13 @@ def _earlier(a: Event, b: Event, order: dict[int, int]) -> bool:
     return order[id(a)] < order[id(b)]
 
 
+def _proven(event: Event) -> bool:
+    """The event's line says its category, not only the usual cause of such lines (``likely``)."""
+    return event.category is not Category.UNKNOWN and not event.likely
+
+
 def _specificity(event: Event) -> tuple[bool, bool]:
-    return (event.category is not Category.UNKNOWN, event.strong)
+    return (_proven(event), event.strong)
 
 
 def _earliest(candidates: Sequence[Event], order: dict[int, int]) -> Event:
@@ -63,7 +68,7 @@ def _weak_gpu_symptom(root: Event, hw: Event) -> bool:
 def _hardware_outranks(hw: Event, root: Event) -> bool:
     # Only a generic GPU/communication failure is a symptom hardware can explain; the job's own
     # errors (OOM, asserts, exceptions: category application) stand on their own.
-    explainable = root.category in _EXPLAINABLE or _weak_gpu_symptom(root, hw)
+    explainable = root.category in _EXPLAINABLE or root.likely or _weak_gpu_symptom(root, hw)
     if not explainable or not _SYMPTOM.search(root.text):
         return False
     if hw.timestamp is not None and root.timestamp is not None:
@@ -84,15 +89,15 @@ def _specific_detail(root: Event, primaries: Sequence[Event]) -> Event:
     that line is the cause. So is an exception line whose message is empty (``AssertionError:``
     with a multi-line message below it): its message lines say what failed."""
     empty = _EMPTY_EXCEPTION.search(root.text) is not None
-    if root.category is not Category.UNKNOWN and not empty:
+    if _proven(root) and not empty:
         return root
     details = [
         e
         for e in primaries
         if e.source == root.source
         and root.line < e.line <= root.line + DETAIL_LINES
-        and e.category is not Category.UNKNOWN
-        and (root.category is Category.UNKNOWN or e.category is not root.category)
+        and _proven(e)
+        and (not _proven(root) or e.category is not root.category)
     ]
     return min(details, key=lambda e: e.line) if details else root
 

@@ -30,7 +30,11 @@ from dataclasses import replace
 
 from trainmedic.core.attribute.bench_copies import benchmark_copies
 from trainmedic.core.attribute.blocked import blocked_task
-from trainmedic.core.attribute.collective import collective_finding, nccl_trace_desync
+from trainmedic.core.attribute.collective import (
+    collective_finding,
+    nccl_trace_desync,
+    timeouts_alone,
+)
 from trainmedic.core.attribute.culprit import Culprit, find_culprit, first_real_failure
 from trainmedic.core.attribute.evidence import EvidenceFinding, read_evidence
 from trainmedic.core.attribute.facts import JobFacts
@@ -90,7 +94,14 @@ def _unsurvived_kernel_context(event: Event, facts: JobFacts) -> bool:
     return event.evidence is EvidenceSource.KERNEL_LOG and not facts.progress_after.get(event, 0)
 
 
+LIKELY_CONFIDENCE = 0.45
+"""Confidence of a root cause whose signature names the usual cause of its message
+(``Signature.likely``): as a guess, below the stop threshold."""
+
+
 def _base_confidence(root: Event) -> float:
+    if root.likely:
+        return LIKELY_CONFIDENCE
     if root.category.is_hardware():
         if root.strong and root.evidence.is_system():
             return 0.95
@@ -375,7 +386,7 @@ def _cascade_only(
         return _from_root(hw_context[0], events, facts, confidence_cap=0.4)
     network = [e for e in cascades if e.category is Category.NETWORK_HARDWARE]
     if not network:
-        finding = _collective(timeouts, events, facts)
+        finding = _collective(timeouts, events, facts) or timeouts_alone(cascades)
         if finding is not None:
             return _from_finding(finding, events, facts, timeouts, layer="mechanism (collective)")
     if all(e.category is Category.SCHEDULER for e in cascades):

@@ -84,6 +84,12 @@ class Signature:
     raised, the message says why. Python frameworks wrap NCCL, CUDA, disk and build failures in
     such types, so on a line where a mechanism signature also matches, the mechanism decides
     (``Hit.outranked``); alone, the bare type still does."""
+    likely: bool = False
+    """The category is what the message usually means, not what it proves: a CUDA call failing
+    inside NCCL or cuDNN, a GPU page fault under ROCm, a native crash. Real threads about it
+    mostly concluded ``category``, some something else, so as a root cause it stands at
+    ``verdict.LIKELY_CONFIDENCE``: below the stop threshold (restart, never stop or drain on
+    it alone); an earlier, more precise line still wins as it always does."""
 
 
 @dataclass(frozen=True, slots=True)

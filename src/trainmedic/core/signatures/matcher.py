@@ -201,6 +201,7 @@ class Matcher:
             xid=xid,
             action_hint=action_hint,
             strong=strong,
+            likely=signature.likely and xid is None,
         )
 
 
