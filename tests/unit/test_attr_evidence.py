@@ -35,6 +35,8 @@ def test_every_cue_matches_its_examples_and_not_its_counter_examples(cue: Cue) -
         "Job 4412 CANCELLED",
         "node-17 is not responding, giving up",
         "panic: runtime error: invalid memory address",
+        "no space left on device while writing shard 3",
+        "No CUDA GPUs are available: job failed",
     ],
 )
 def test_failure_words_are_evidence(line: str) -> None:
@@ -52,6 +54,9 @@ def test_failure_words_are_evidence(line: str) -> None:
         "  error_file: <N/A>",
         "Launching with --nccl-timeout 1800 and timeout=600",
         "0 errors, 0 failures",
+        "checking inputs: no ValueError raised",
+        "all 12 shards loaded without any errors",
+        "resume test passed (no RuntimeError, no KeyError)",
         "Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x7f>",
         '  File "/opt/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 3',
         "#       size  count  type  redop  time  algbw  busbw  error",

@@ -113,7 +113,9 @@ _QUIET_PREFIX = re.compile(
     r"(?:^|[\[\s:])[IWD]\d{3,4} |^\s*\[[IWD] [\w/.-]+\.(?:cc|cpp|h|py):\d+\]"
 )
 _NOT_FAILURE = re.compile(
-    r"(?i)\b(?:no|0|zero|without|ignor\w*|suppress\w*)\s+(?:errors?|failures?|exceptions?)\b"
+    r"(?i)\b(?:no|0|zero|without|ignor\w*|suppress\w*)\s+(?:any\s+)?(?:errors?|failures?|exceptions?"
+    # a check that an exception did not happen ("no ValueError raised", "without OSError")
+    r"|(?-i:[A-Z]\w*(?:Error|Exception)s?))\b"
     # ("Node 0 Failed", "GPU 0 failed" name a part by its number: not a count)
     r"|(?<!node )(?<!gpu )(?<!cpu )(?<!disk )(?<!drive )(?<!port )(?<!link )(?<!rank )"
     r"(?<!task )(?<!slot )(?<!fan )(?<!psu )(?<!dimm )(?<!device )(?<!worker )(?<!replica )"
