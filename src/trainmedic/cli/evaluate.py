@@ -39,9 +39,15 @@ def run(args: argparse.Namespace) -> int:
         if not corpus.is_dir():
             raise InputError(f"{corpus}: not a directory")
     if args.first_sight:
+        from trainmedic.offline.expert_baseline import expert_section
         from trainmedic.offline.first_sight import format_first_sight, load
 
-        print(format_first_sight([b for corpus in corpora for b in load(corpus)]))
+        loaded = [(corpus, load(corpus)) for corpus in corpora]
+        print(format_first_sight([b for _, batches in loaded for b in batches]))
+        for corpus, batches in loaded:
+            section = expert_section(corpus, batches)
+            if section is not None:
+                print("\n" + section)
         return 0
     if args.crossval:
         from trainmedic.offline.crossval import crossvalidate, format_crossval
