@@ -49,6 +49,7 @@ def event_to_dict(event: Event) -> dict[str, Any]:
         "xid": event.xid,
         "action_hint": event.action_hint.value,
         "strong": event.strong,
+        "likely": event.likely,
     }
 
 
@@ -69,6 +70,7 @@ def event_from_dict(data: Mapping[str, Any]) -> Event:
         xid=data.get("xid"),
         action_hint=ActionHint(data.get("action_hint", ActionHint.NONE.value)),
         strong=bool(data.get("strong", False)),
+        likely=bool(data.get("likely", False)),
     )
 
 
