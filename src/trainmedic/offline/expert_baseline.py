@@ -108,8 +108,16 @@ def format_comparison(rows: Sequence[Compared]) -> str:
         f"{format_rate((sum(r.tool == r.label for r in failed), len(failed)))}",
         f"  healthy logs called failures: expert {sum(r.expert != 'none' for r in healthy)}"
         f"/{len(healthy)}, first sight {sum(r.tool != 'none' for r in healthy)}/{len(healthy)}",
-        "  the expert's reliability (all answers, by its confidence):",
+        "  by batch (expert, first sight):",
     ]
+    for batch in batches:
+        mine = [r for r in rows if r.file.startswith(batch + "/")]
+        hits = sum(r.expert == r.label for r in mine), sum(r.tool == r.label for r in mine)
+        out.append(
+            f"    {batch:<10} {format_rate((hits[0], len(mine))):<20} "
+            f"{format_rate((hits[1], len(mine)))}"
+        )
+    out.append("  the expert's reliability (all answers, by its confidence):")
     bins = reliability([(r.expert_confidence, r.expert == r.label) for r in rows])
     out.extend("  " + line for line in format_reliability(bins))
     return "\n".join(out)
