@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from tests.unit.log_verdict import assert_healthy, assert_mechanism
+
 from trainmedic.core.model import Category, Kind
 
 _STEPS = "".join(f"step {i} | loss {2.0 - i / 100:.3f}\n" for i in range(1, 6))
@@ -155,7 +155,9 @@ _HEALTHY: dict[str, str] = {
         "[<0>] futex_wait_queue_me+0xc4/0x120\n[<0>] futex_wait+0x10a/0x250\n"
         "[<0>] do_futex+0x10f/0x1e0\n[<0>] __x64_sys_futex+0x13f/0x190\n"
     ),
-    "one_fs_frame": "[<0>] ep_poll+0x2aa/0x370\n[<0>] fuse_dev_read+0x5b/0x90\n[<0>] vfs_read+0x93/0x130\n",
+    "one_fs_frame": (
+        "[<0>] ep_poll+0x2aa/0x370\n[<0>] fuse_dev_read+0x5b/0x90\n[<0>] vfs_read+0x93/0x130\n"
+    ),
     "tfrecord_written": "INFO: wrote 1024 records to /data/train-00001.tfrecord\n" + _STEPS,
 }  # fmt: skip
 
