@@ -74,6 +74,39 @@ def blocked_task(events: Sequence[Event]) -> PhaseFinding | None:
     )
 
 
+STACK_FRAMES = 3
+"""I/O-wait frames a dumped kernel stack needs before it says where a task waits."""
+STACK_CONFIDENCE = 0.35
+
+
+def waiting_stack(events: Sequence[Event]) -> PhaseFinding | None:
+    """A kernel stack printed with no hung-task report over it (``cat /proc/PID/stack``, a
+    sysrq-w dump: how a user shows where a stuck process sleeps) whose frames wait in a file
+    system's or the block layer's I/O (FUSE's request_wait_answer, NFS/SUNRPC, Lustre ptlrpc,
+    write-back): the task hangs on storage. A stack sleeping elsewhere (a futex, a poll) is a
+    process at rest and says nothing; so do one or two such frames inside another trace."""
+    if any(e.signature in STALLS for e in events):
+        return None
+    frames = [e for e in events if e.signature == IO_FRAME]
+    for first in frames:
+        block = [
+            e
+            for e in frames
+            if e.source == first.source and 0 <= e.line - first.line <= TRACE_LINES
+        ]
+        if len(block) >= STACK_FRAMES:
+            names = ", ".join(sorted({_frame_name(e.text) for e in block})[:3])
+            return PhaseFinding(
+                Category.STORAGE,
+                Kind.HANG,
+                STACK_CONFIDENCE,
+                f"a kernel stack at line {first.line} waits in file-system/block I/O "
+                f"({names}) with no other failure line: a task hung on storage",
+                first,
+            )
+    return None
+
+
 def _trace_frames(events: Sequence[Event], hung: Event, signature: str) -> list[Event]:
     """The frames of ``signature`` in the trace printed under the report ``hung``."""
     return [

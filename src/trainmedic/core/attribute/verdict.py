@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from trainmedic.core.attribute.bench_copies import benchmark_copies
-from trainmedic.core.attribute.blocked import blocked_task
+from trainmedic.core.attribute.blocked import blocked_task, waiting_stack
 from trainmedic.core.attribute.collective import (
     collective_finding,
     nccl_trace_desync,
@@ -218,7 +218,7 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
     finding = stuck_in_stack_dump(facts.stack_dumps)
     if finding is not None:
         return _from_finding(finding, events, facts, (), layer="mechanism (stack dump)")
-    finding = blocked_task(events)
+    finding = blocked_task(events) or waiting_stack(events)
     if finding is not None:
         return _from_finding(finding, events, facts, (), layer="mechanism (blocked task)")
     teardown = [e for e in events if e.role is Role.TEARDOWN]

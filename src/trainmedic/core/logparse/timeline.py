@@ -125,6 +125,11 @@ _NCCL_OPENING = re.compile(
     # a rank entering ncclCommInitRank ("Init START", its config's "Comm config ...") has begun,
     # not reached a peer: every rank of a healthy start prints it before bootstrap answers
     r"|\bInit START\b|\bComm config\b"
+    # the same opening in NCCL 2.3-2.6's words: the interfaces it found and picked, the IB
+    # devices it lists, the transport ("Using internal Network IB") and the rank entering init
+    # ("rank 0 nranks 3", the later "Init START")
+    r"|\bNET(?:/\w+)?\s*: (?:Using interface|\d+ interfaces? found|\[\d+\])"
+    r"|\bUsing internal Network \w+|\brank \d+ nranks \d+\s*$"
 )
 # The communicator was formed and used: torn down cleanly, or a benchmark summed up its run.
 _NCCL_USED = re.compile(r"Destroy COMPLETE|Avg bus bandwidth|Out of bounds values")
