@@ -42,6 +42,9 @@ FLOORS = {
     "batch23": 0.76,
     "batch24": 0.95,
     "batch25": 0.66,
+    "batch26": 0.66,
+    "batch27": 0.86,
+    "batch28": 0.8,
 }
 """High+medium category accuracy after fixes (batch01 28/31, batch02 39/44, batch03 38/41,
 batch04 33/37, batch05 35/38, batch06 38/45 when set; batch07 37/38, d-fix07; batch08 28/36,

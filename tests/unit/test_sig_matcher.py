@@ -87,7 +87,7 @@ def test_prefilter_gives_same_hits_as_naive_scan() -> None:
     examples = [e for s in matcher.catalogue.signatures for e in (*s.examples, *s.counter_examples)]
     base = HEALTHY + ERRORS + examples + list(matcher.catalogue.healthy_lines)
     rng = random.Random(20260101)
-    long_lines = [" ".join(rng.choices(base, k=60)) for _ in range(20)]  # past the memo
+    long_lines = [" ".join(rng.choices(base, k=80)) for _ in range(20)]  # past the memo
     assert all(len(line) > 4096 for line in long_lines)
     for line in base + _mutations(rng, base, 3000) + long_lines:
         assert matcher.match(line) == matcher.match_naive(line), line
