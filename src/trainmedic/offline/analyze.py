@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, cast
 
 from trainmedic.core.attribute.learned_text import LineSample
+from trainmedic.core.attribute.smells import smells
 from trainmedic.core.attribute.verdict import attribute
 from trainmedic.core.engine.evidence import combine_scans
 from trainmedic.core.errors import InputError
@@ -44,6 +45,8 @@ class AnalysisResult:
     # (line number, text) around each kept event, for the report
     windows: dict[Event, tuple[tuple[int, str], ...]] = field(default_factory=dict)
     skipped: tuple[str, ...] = ()  # files in a directory that could not be read (and why)
+    # configuration smells the input shows (``attribute/smells.py``): suspects, not causes
+    suspects: tuple[Event, ...] = ()
 
 
 def _open(path: Path) -> IO[bytes]:
@@ -150,4 +153,5 @@ def _combine(
         progress=evidence.progress,
         windows=evidence.windows,
         skipped=skipped,
+        suspects=smells(evidence.events),
     )

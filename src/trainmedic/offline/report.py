@@ -59,6 +59,7 @@ def to_json_dict(result: AnalysisResult) -> dict[str, Any]:
         "last_iteration": result.progress.last_iteration,
         "last_checkpoint": result.progress.last_checkpoint,
         "skipped": list(result.skipped),
+        "suspects": [_event_ref(e) for e in result.suspects],
     }
 
 
@@ -104,6 +105,9 @@ def format_text(result: AnalysisResult) -> str:
             f"progress: last iteration {result.progress.last_iteration}, "
             f"last checkpoint {result.progress.last_checkpoint}"
         )
+    for suspect in result.suspects:
+        where = f"{suspect.source}:{suspect.line}" if suspect.source else f"line {suspect.line}"
+        out.append(f"worth checking: {suspect.signature} at {where}: {suspect.text[:160]}")
     for skipped in result.skipped:
         out.append(f"skipped: {skipped}")
     return "\n".join(out)

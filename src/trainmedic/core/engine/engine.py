@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import replace
 
+from trainmedic.core.attribute.smells import smells
 from trainmedic.core.attribute.verdict import attribute
 from trainmedic.core.detect.anomaly import Anomaly, Trigger
 from trainmedic.core.detect.config import DetectorConfig
@@ -440,7 +441,7 @@ class Engine:
         )
         # System evidence first: on equal timestamps the kernel's word outranks app lines.
         evidence = tuple(node_events) + tuple(track.events) + job.events + anomaly.evidence
-        verdict = verdict_for_anomaly(anomaly, attribute(evidence, facts=facts))
+        verdict = verdict_for_anomaly(anomaly, attribute(evidence, facts=facts), smells(evidence))
         named = verdict.implicated.nodes
         if nodes and any(n not in nodes for n in named):
             # A host the logs name that is none of the attempt's nodes (torchrun's failure

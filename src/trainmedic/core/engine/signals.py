@@ -8,8 +8,10 @@ may justify a drain), a preempted or timed-out job is the scheduler's doing. The
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from trainmedic.core.attribute.smells import smell_verdict
 from trainmedic.core.detect.anomaly import Anomaly
 from trainmedic.core.model import (
     ActionHint,
@@ -89,10 +91,13 @@ def node_status_event(status: NodeStatus) -> Event | None:
     )
 
 
-def verdict_for_anomaly(anomaly: Anomaly, attributed: Verdict | None) -> Verdict:
+def verdict_for_anomaly(
+    anomaly: Anomaly, attributed: Verdict | None, suspects: Sequence[Event] = ()
+) -> Verdict:
     """Combine what the detector saw (kind, when, which rank) with what attribution found
     (category, root cause). The detector decides the kind: a hang stays a hang even when
-    attribution finds the crash line that caused it."""
+    attribution finds the crash line that caused it. A failure no line explains and the
+    detector cannot name is put on the job's configuration smells (``suspects``), as a guess."""
     from_detector = Implicated(nodes=anomaly.nodes, ranks=anomaly.ranks)
     if anomaly.kind is Kind.STRAGGLER:
         return Verdict(
@@ -104,6 +109,13 @@ def verdict_for_anomaly(anomaly: Anomaly, attributed: Verdict | None) -> Verdict
             basis=anomaly.basis,
         )
     if attributed is None or not attributed.failure:
+        guess = (
+            None
+            if anomaly.category
+            else smell_verdict(suspects, anomaly.kind, Implicated(ranks=anomaly.ranks))
+        )
+        if guess is not None:
+            return replace(guess, basis=f"{anomaly.basis}; {guess.basis}")
         return Verdict(
             failure=True,
             kind=anomaly.kind,
