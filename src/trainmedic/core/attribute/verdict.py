@@ -276,15 +276,24 @@ def _from_evidence(found: EvidenceFinding, events: Sequence[Event], facts: JobFa
     """A verdict of the evidence layer: a guess, so it names no node to exclude or drain."""
     culprit = find_culprit(None, (), facts.child_failures, facts.ranks_seen)
     ranks = (culprit.rank,) if culprit.rank is not None else ()
+    category, confidence, basis = found.category, found.confidence, found.basis
+    # The context rules read the surroundings of an evidence line as of a catalogue line (a
+    # library error after the framework warned that library is not its version); still a
+    # guess at the evidence layer's confidence.
+    refined = refine_with_support(found.event, events, "")
+    if refined is not None:
+        rule, support = refined
+        category, confidence = rule.category, min(rule.confidence, found.confidence)
+        basis += f"; {rule.basis} ({rule.id}: {support})"
     return Verdict(
         failure=True,
         kind=found.kind,
-        category=found.category,
-        confidence=found.confidence,
+        category=category,
+        confidence=confidence,
         root_cause=found.event,
         implicated=Implicated(ranks=ranks),
         cascades=_noise(events, None),
-        basis=f"{found.basis}; culprit: {culprit.basis}",
+        basis=f"{basis}; culprit: {culprit.basis}",
     )
 
 
