@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from trainmedic.core.attribute.collective import COLLECTIVE_TIMEOUTS, TIMEOUTS_ALONE_CONFIDENCE
-from trainmedic.core.attribute.verdict import LIKELY_CONFIDENCE
+from trainmedic.core.attribute.verdict_build import LIKELY_CONFIDENCE
 from trainmedic.core.model import Action, Category, Role
 from trainmedic.core.signatures.catalogue import load_catalogue
 from trainmedic.offline.analyze import AnalysisResult, analyze_path

@@ -31,35 +31,26 @@ from dataclasses import replace
 from trainmedic.core.attribute.bench_copies import benchmark_copies
 from trainmedic.core.attribute.blocked import blocked_task, waiting_stack
 from trainmedic.core.attribute.collective import (
-    collective_finding,
     nccl_trace_desync,
-    timeouts_alone,
 )
-from trainmedic.core.attribute.culprit import Culprit, find_culprit, first_real_failure
+from trainmedic.core.attribute.culprit import find_culprit, first_real_failure
 from trainmedic.core.attribute.evidence import EvidenceFinding, read_evidence
 from trainmedic.core.attribute.facts import JobFacts
 from trainmedic.core.attribute.learned import learned_fallback
 from trainmedic.core.attribute.overflow import scaler_diverged
 from trainmedic.core.attribute.phase import (
-    PhaseFinding,
-    comm_init_failed,
-    died_in_nccl_setup,
     died_in_setup,
-    fabric_never_worked,
-    killed_first,
-    setup_divergence,
     silence_after_init,
-    solo_phase,
     stuck_in_nccl_setup,
 )
 from trainmedic.core.attribute.recurring import recurring_context
 from trainmedic.core.attribute.root import choose_root
 from trainmedic.core.attribute.rules import refine_with_support
-from trainmedic.core.attribute.stalled_node import whole_node_missing
 from trainmedic.core.attribute.stuck import rendezvous_never_completed, stuck_in_stack_dump
 from trainmedic.core.attribute.timeline import loss_diverged, stalled_while_running
 from trainmedic.core.attribute.unfinished import allocation_never_granted, traceback_cut
-from trainmedic.core.logparse.elastic import SIGABRT_EXITS
+from trainmedic.core.attribute.verdict_build import from_finding, from_root, noise
+from trainmedic.core.attribute.verdict_cascades import cascade_only, teardown_only
 from trainmedic.core.logparse.evidence import EvidenceLine
 from trainmedic.core.model import (
     NO_FAILURE,
@@ -71,9 +62,6 @@ from trainmedic.core.model import (
     Role,
     Verdict,
 )
-
-_NOT_GPU = frozenset({Category.NODE_HARDWARE, Category.NETWORK_HARDWARE})
-_TIMEOUT = re.compile(r"(?i)timed? ?out|timeout|watchdog")
 
 SURVIVED_REPORTS = 20
 """An app-log error followed by this many progress lines in its file did not stop the job."""
@@ -92,45 +80,6 @@ def _unsurvived_kernel_context(event: Event, facts: JobFacts) -> bool:
     a job that printed steps after one corrected ECC/PCIe record or a recorded row remap ran
     past what the hardware already handled (a stream of them is `recurring`'s to read)."""
     return event.evidence is EvidenceSource.KERNEL_LOG and not facts.progress_after.get(event, 0)
-
-
-LIKELY_CONFIDENCE = 0.45
-"""Confidence of a root cause whose signature names the usual cause of its message
-(``Signature.likely``): as a guess, below the stop threshold."""
-
-
-def _base_confidence(root: Event) -> float:
-    if root.likely:
-        return LIKELY_CONFIDENCE
-    if root.category.is_hardware():
-        if root.strong and root.evidence.is_system():
-            return 0.95
-        return 0.85 if root.evidence.is_system() or root.strong else 0.7
-    if root.category is Category.UNKNOWN:
-        return 0.5
-    return 0.8
-
-
-def _implicated(root: Event | None, events: Sequence[Event], culprit: Culprit) -> Implicated:
-    nodes: list[str] = []
-    gpus: list[str] = []
-    if root is not None and root.node:
-        nodes.append(root.node)
-    if culprit.host and culprit.host not in nodes:
-        nodes.append(culprit.host)
-    if root is not None and root.gpu and root.category not in _NOT_GPU:
-        gpus.append(root.gpu)  # a PCIe port (AER) or a NIC (mlx5) address is not a GPU
-    if root is not None and root.category.is_hardware():
-        for e in events:
-            if e.evidence is not EvidenceSource.KERNEL_LOG or not e.category.is_hardware():
-                continue
-            same_node = not e.node or not root.node or e.node == root.node
-            if e.node and e.node not in nodes and same_node:
-                nodes.append(e.node)
-            if e.gpu and e.gpu not in gpus and same_node and e.category is Category.GPU_HARDWARE:
-                gpus.append(e.gpu)
-    ranks = (culprit.rank,) if culprit.rank is not None else ()
-    return Implicated(nodes=tuple(nodes), ranks=ranks, gpus=tuple(gpus))
 
 
 UNCAUGHT_CONFIDENCE = 0.45
@@ -161,10 +110,6 @@ def _uncaught_exceptions(events: Sequence[Event], facts: JobFacts) -> list[Event
 _IN_TRACEBACK = re.compile(r'Traceback \(most recent call last\)|^\s*(?:\S+\s+)?File "', re.M)
 
 
-def _noise(events: Sequence[Event], root: Event | None) -> tuple[Event, ...]:
-    return tuple(e for e in events if e is not root and e.role in (Role.CASCADE, Role.TEARDOWN))
-
-
 def attribute(events: Sequence[Event], *, facts: JobFacts | None = None) -> Verdict:
     """One verdict for one job attempt (or one analysed input)."""
     facts = facts or JobFacts()
@@ -181,12 +126,12 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
     ]
     cascades = [e for e in events if e.role is Role.CASCADE]
     if primaries:
-        return _from_root(choose_root(primaries, events), events, facts)
+        return from_root(choose_root(primaries, events), events, facts)
     uncaught = _uncaught_exceptions(events, facts)
     if uncaught:
         # No catalogue entry knows the exception, but a traceback ended the job in its own
         # code: more likely the program than anything the cascades or teardown could say.
-        return _from_root(uncaught[0], events, facts, confidence_cap=UNCAUGHT_CONFIDENCE)
+        return from_root(uncaught[0], events, facts, confidence_cap=UNCAUGHT_CONFIDENCE)
     # Hardware context with nothing else (e.g. only "Xid 45 caused by previous Xid 149"):
     # the kernel still says what broke, with less certainty.
     # Weak hardware context counts only from the kernel (corrected AER, MCE "events logged"),
@@ -201,34 +146,34 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
     ]
     strong_context = [e for e in hw_context if e.strong]
     if strong_context:
-        return _from_root(strong_context[0], events, facts, confidence_cap=0.6)
+        return from_root(strong_context[0], events, facts, confidence_cap=0.6)
     if cascades:
-        return _cascade_only(cascades, events, facts, hw_context)
+        return cascade_only(cascades, events, facts, hw_context)
     if hw_context:
         first = hw_context[0]
         note = recurring.get(id(first), "")
-        return _from_root(first, events, facts, confidence_cap=0.4, note=note)
+        return from_root(first, events, facts, confidence_cap=0.4, note=note)
     finding = (
         loss_diverged(facts.timelines)
         or scaler_diverged(facts.timelines, events)
         or stalled_while_running(facts.timelines)
     )
     if finding is not None:
-        return _from_finding(finding, events, facts, (), layer="mechanism (time structure)")
+        return from_finding(finding, events, facts, (), layer="mechanism (time structure)")
     finding = stuck_in_stack_dump(facts.stack_dumps)
     if finding is not None:
-        return _from_finding(finding, events, facts, (), layer="mechanism (stack dump)")
+        return from_finding(finding, events, facts, (), layer="mechanism (stack dump)")
     finding = blocked_task(events) or waiting_stack(events)
     if finding is not None:
-        return _from_finding(finding, events, facts, (), layer="mechanism (blocked task)")
+        return from_finding(finding, events, facts, (), layer="mechanism (blocked task)")
     teardown = [e for e in events if e.role is Role.TEARDOWN]
     if _warned_at_exit(teardown, facts):
         teardown = []
     if teardown or first_real_failure(facts.child_failures) is not None:
-        return _teardown_only(teardown, events, facts)
+        return teardown_only(teardown, events, facts)
     finding = nccl_trace_desync(facts.collectives)
     if finding is not None:
-        return _from_finding(finding, events, facts, (), layer="mechanism (collective)")
+        return from_finding(finding, events, facts, (), layer="mechanism (collective)")
     # NCCL saying it connected all rings/trees means its setup finished: not stuck inside it.
     connected = any(t.nccl_connected for t in facts.timelines)
     # Only NCCL's opening lines (version, environment, interface choice): a start, not a wait.
@@ -241,7 +186,7 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
         or (None if connected or not opened else stuck_in_nccl_setup(facts.progress))
     )
     if finding is not None:
-        return _from_finding(finding, events, facts, ())
+        return from_finding(finding, events, facts, ())
     if found is None:
         # No failure line at all, but a log that stops half-way through saying something
         # (``unfinished.py``); an earlier failure line would say more than where it stopped.
@@ -249,10 +194,10 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
             facts.timelines, facts.progress
         )
         if finding is not None:
-            return _from_finding(finding, events, facts, (), layer="mechanism (unfinished)")
+            return from_finding(finding, events, facts, (), layer="mechanism (unfinished)")
         finding = benchmark_copies(facts.timelines)
         if finding is not None:
-            return _from_finding(finding, events, facts, (), layer="mechanism (benchmark)")
+            return from_finding(finding, events, facts, (), layer="mechanism (benchmark)")
         return NO_FAILURE
     return _from_evidence(found, events, facts)
 
@@ -292,7 +237,7 @@ def _from_evidence(found: EvidenceFinding, events: Sequence[Event], facts: JobFa
         confidence=confidence,
         root_cause=found.event,
         implicated=Implicated(ranks=ranks),
-        cascades=_noise(events, None),
+        cascades=noise(events, None),
         basis=f"{basis}; culprit: {culprit.basis}",
     )
 
@@ -331,173 +276,4 @@ def _named_by_evidence(verdict: Verdict, facts: JobFacts) -> Verdict:
         confidence=min(max(verdict.confidence, found.confidence), found.confidence),
         implicated=replace(verdict.implicated, nodes=()),
         basis=f"{verdict.basis}; named by {found.basis}",
-    )
-
-
-def _from_root(
-    root: Event,
-    events: Sequence[Event],
-    facts: JobFacts,
-    confidence_cap: float = 1.0,
-    note: str = "",
-) -> Verdict:
-    found = refine_with_support(root, events, facts.neighbours.get(root, ""))
-    rule = found[0] if found else None
-    category = rule.category if rule else root.category
-    confidence = rule.confidence if rule else _base_confidence(root)
-    benches = [t.bench_rows for t in facts.timelines if t.bench_started]
-    phase = None if rule else fabric_never_worked(root, facts.progress, max(benches, default=None))
-    phase = phase or (None if rule else whole_node_missing(root, events))
-    if phase is not None:
-        category, confidence = phase.category, phase.confidence
-    timeouts = [e for e in events if e.role is Role.CASCADE and _TIMEOUT.search(e.text)]
-    culprit = find_culprit(root, timeouts, facts.child_failures, facts.ranks_seen)
-    basis = f"catalogue: root cause {root.signature} at {root.source or 'line'}:{root.line}"
-    if found:
-        basis += f"; {found[0].basis} ({found[0].id}: {found[1]})"
-    if phase is not None:
-        basis += f"; {phase.basis}"
-    if note:
-        basis += f"; {note}"
-    return Verdict(
-        failure=True,
-        kind=root.kind if root.kind is not Kind.NONE else Kind.CRASH,
-        category=category,
-        confidence=min(confidence, confidence_cap),
-        root_cause=root,
-        implicated=_implicated(root, events, culprit),
-        cascades=_noise(events, root),
-        basis=f"{basis}; culprit: {culprit.basis}",
-    )
-
-
-def _cascade_only(
-    cascades: Sequence[Event],
-    events: Sequence[Event],
-    facts: JobFacts,
-    hw_context: Sequence[Event] = (),
-) -> Verdict:
-    timeouts = [e for e in cascades if _TIMEOUT.search(e.text)]
-    finding = (
-        killed_first(
-            facts.child_failures,
-            [e for e in events if e.role is Role.TEARDOWN],
-            facts.kernel_logs,
-        )
-        or setup_divergence(timeouts, facts.progress)
-        or solo_phase(facts.progress)
-        or comm_init_failed(cascades, facts.neighbours, facts.progress)
-    )
-    if finding is not None:
-        return _from_finding(finding, events, facts, timeouts)
-    if hw_context:
-        # The kernel saw hardware trouble while every rank only timed out: the likelier story.
-        return _from_root(hw_context[0], events, facts, confidence_cap=0.4)
-    network = [e for e in cascades if e.category is Category.NETWORK_HARDWARE]
-    if not network:
-        finding = _collective(timeouts, events, facts) or timeouts_alone(cascades)
-        if finding is not None:
-            return _from_finding(finding, events, facts, timeouts, layer="mechanism (collective)")
-    if all(e.category is Category.SCHEDULER for e in cascades):
-        return _scheduler_only(cascades, events, facts)
-    culprit = find_culprit(None, timeouts, facts.child_failures, facts.ranks_seen)
-    kind = Kind.HANG if any(e.kind is Kind.HANG for e in cascades) else Kind.CRASH
-    category = Category.NETWORK_HARDWARE if network else Category.UNKNOWN
-    first = network[0] if network else cascades[0]
-    return Verdict(
-        failure=True,
-        kind=kind,
-        category=category,
-        confidence=0.45 if network else 0.4,
-        root_cause=first,
-        implicated=_implicated(first if network else None, events, culprit),
-        cascades=_noise(events, first),
-        basis=f"catalogue: only cascades ({first.signature} first), no primary error; "
-        f"culprit: {culprit.basis}",
-    )
-
-
-def _scheduler_only(cascades: Sequence[Event], events: Sequence[Event], facts: JobFacts) -> Verdict:
-    """Only the scheduler's own cancellation lines (a step cancelled, no reason given) and no
-    error of the job: the scheduler (or its user) ended it."""
-    culprit = find_culprit(None, (), facts.child_failures, facts.ranks_seen)
-    first = cascades[0]
-    return Verdict(
-        failure=True,
-        kind=Kind.CRASH,
-        category=Category.SCHEDULER,
-        confidence=0.45,
-        root_cause=first,
-        implicated=_implicated(None, events, culprit),
-        cascades=_noise(events, first),
-        basis=f"mechanism: only the scheduler's cancellation ({first.signature} at "
-        f"{first.source or 'line'}:{first.line}) and no error of the job: the scheduler or "
-        f"its user ended it; culprit: {culprit.basis}",
-    )
-
-
-def _collective(
-    timeouts: Sequence[Event], events: Sequence[Event], facts: JobFacts
-) -> PhaseFinding | None:
-    """What the ranks say about the collectives that timed out (``collective.py``); the work
-    descriptor a wrapped timeout line printed below it counts with the timeout."""
-    if not timeouts:
-        return None
-    works = [e for e in events if e.role is Role.CONTEXT and "OpType=" in e.text]
-    return collective_finding(
-        [*timeouts, *works], facts.collectives, facts.timelines, facts.progress
-    )
-
-
-def _teardown_only(teardown: Sequence[Event], events: Sequence[Event], facts: JobFacts) -> Verdict:
-    finding = killed_first(facts.child_failures, teardown, facts.kernel_logs) or solo_phase(
-        facts.progress
-    )
-    if finding is not None:
-        return _from_finding(finding, events, facts, ())
-    # The watchdog's own frames (checkTimeout, ncclCommWatchdog) are a timeout without its line.
-    watchdog = [e for e in teardown if _TIMEOUT.search(e.text)]
-    finding = _collective(watchdog, events, facts)
-    if finding is not None:
-        return _from_finding(finding, events, facts, watchdog, layer="mechanism (collective)")
-    benches = [t.bench_rows for t in facts.timelines if t.bench_started]
-    finding = None if watchdog else died_in_nccl_setup(facts.progress, max(benches, default=None))
-    if finding is not None:
-        return _from_finding(finding, events, facts, ())
-    culprit = find_culprit(None, (), facts.child_failures, facts.ranks_seen)
-    first = first_real_failure(facts.child_failures)
-    # torch's NCCL watchdog ends a timed-out collective with abort(): a lone SIGABRT is a hang.
-    aborted = first is not None and first.exitcode in SIGABRT_EXITS
-    return Verdict(
-        failure=True,
-        kind=Kind.HANG if aborted else Kind.CRASH,
-        category=Category.UNKNOWN,
-        confidence=0.25,
-        root_cause=teardown[0] if teardown else None,
-        implicated=_implicated(None, events, culprit),
-        cascades=_noise(events, None),
-        basis=f"catalogue: only teardown noise, no error line; culprit: {culprit.basis}",
-    )
-
-
-def _from_finding(
-    finding: PhaseFinding,
-    events: Sequence[Event],
-    facts: JobFacts,
-    timeouts: Sequence[Event],
-    layer: str = "mechanism (phase)",
-) -> Verdict:
-    # A launcher's "rank 3 on gpu07 was SIGKILLed" names the victim; a timeout line would not.
-    evidence = finding.evidence
-    named = evidence if evidence is not None and evidence.role is Role.TEARDOWN else None
-    culprit = find_culprit(named, timeouts, facts.child_failures, facts.ranks_seen)
-    return Verdict(
-        failure=True,
-        kind=finding.kind,
-        category=finding.category,
-        confidence=finding.confidence,
-        root_cause=finding.evidence,
-        implicated=_implicated(None, events, culprit),
-        cascades=_noise(events, finding.evidence),
-        basis=f"{layer}: {finding.basis}; culprit: {culprit.basis}",
     )

@@ -88,7 +88,7 @@ class Signature:
     """The category is what the message usually means, not what it proves: a CUDA call failing
     inside NCCL or cuDNN, a GPU page fault under ROCm, a native crash. Real threads about it
     mostly concluded ``category``, some something else, so as a root cause it stands at
-    ``verdict.LIKELY_CONFIDENCE``: below the stop threshold (restart, never stop or drain on
+    ``verdict_build.LIKELY_CONFIDENCE``: below the stop threshold (restart, never stop or drain on
     it alone); an earlier, more precise line still wins as it always does."""
 
 
