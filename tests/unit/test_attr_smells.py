@@ -8,24 +8,19 @@ pointer, and ``analyze`` said nothing of a 64 KB locked-memory limit or a 64 MB 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from live_job import T0, LiveJob, stamp
 
 from trainmedic.cli.main import main
 from trainmedic.core.attribute.smells import SMELL_CONFIDENCE, smells
 from trainmedic.core.detect.anomaly import Anomaly, Trigger
-from trainmedic.core.detect.config import SMALL_JOB
-from trainmedic.core.engine.engine import Engine
 from trainmedic.core.engine.signals import verdict_for_anomaly
 from trainmedic.core.model import NO_FAILURE, Action, Category, Kind
-from trainmedic.core.observations import JobStatus
 from trainmedic.core.policy.context import PolicyContext
 from trainmedic.core.policy.decide import decide
-from trainmedic.core.states import JobState
 from trainmedic.offline.analyze import analyze_path
-from trainmedic.sources.joblog import JobLogSource
 
 DOCKER0 = "gpu-a:410:455 [0] NCCL INFO NET/Socket : Using [0]docker0:172.17.0.1<0>"
 SMELLY = [
@@ -122,30 +117,13 @@ def test_smells_are_listed_once_in_their_order(tmp_path: Path) -> None:
     ]
 
 
-T0 = 1_800_000_000.0
-
-
-def _stamp(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
 def test_the_live_engine_names_the_smell_of_a_job_that_hangs(tmp_path: Path) -> None:
     """Through the service's path (JobLogSource on a real file, the engine): a job whose NCCL
     chose docker0 trains, then stops making progress with no error line: the hang is put on
     the interface, as a guess."""
-    log = tmp_path / "train.log"
-    log.write_text(f"{_stamp(T0)} {DOCKER0}\n")
-    engine = Engine(SMALL_JOB, settle_s=0.5)
-    engine.watch("j")
-    engine.observe(JobStatus(T0, "j", JobState.RUNNING, ("node1",), 0), T0)
-    now = T0
-    source = JobLogSource("j", [log], clock=lambda: now)
-    for i in range(1, 31):
-        now = T0 + i
-        with log.open("a") as f:
-            f.write(f"{_stamp(now)} step {i} loss {2.0 - i / 100:.2f}\n")
-        engine.observe_all(source.poll(), now)
-        assert engine.evaluate(now) == []
+    job = LiveJob(tmp_path / "train.log", f"{stamp(T0)} {DOCKER0}\n")
+    job.train(lambda now, i: f"{stamp(now)} step {i} loss {2.0 - i / 100:.2f}\n")
+    engine, now = job.engine, job.now
     findings = engine.evaluate(now + 30.0) or engine.evaluate(now + 31.0)
     assert [f.verdict.kind for f in findings] == [Kind.HANG]
     verdict = findings[0].verdict

@@ -4,26 +4,20 @@ and a fairseq job whose updates stop is seen to hang, through the live path."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from live_job import LiveJob, stamp
 
-from trainmedic.core.detect.config import SMALL_JOB
-from trainmedic.core.engine.engine import Engine
 from trainmedic.core.logparse.checkpoint import parse_checkpoint
 from trainmedic.core.logparse.prefix import parse_prefix
 from trainmedic.core.logparse.progress import ProgressLine, parse_progress
 from trainmedic.core.model import Kind
-from trainmedic.core.observations import JobStatus
-from trainmedic.core.states import JobState
 from trainmedic.offline.analyze import analyze_path
-from trainmedic.sources.joblog import JobLogSource
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-T0 = 1_800_000_000.0
 
 TRAIN_INNER = (
     "2021-03-08 09:26:57 | INFO | train_inner | epoch 001:    100 / 1563 loss=9.872, "
@@ -200,13 +194,9 @@ def test_fairseq_like_lines_never_raise(parts: list[str]) -> None:
     assert parsed is None or 0 <= parsed.iteration < 10**18
 
 
-def _stamp(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
 def _inner(t: float, updates: int) -> str:
     return (
-        f"{_stamp(t)} | INFO | train_inner | epoch 001:    {updates} / 1563 loss=4.1, "
+        f"{stamp(t)} | INFO | train_inner | epoch 001:    {updates} / 1563 loss=4.1, "
         f"nll_loss=3.2, ppl=9.2, wps=30506.8, ups=1.0, wpb=12765.4, bsz=412, "
         f"num_updates={updates}, lr=1e-04, gnorm=1.2, loss_scale=128, train_wall=4, wall=5\n"
     )
@@ -215,27 +205,15 @@ def _inner(t: float, updates: int) -> str:
 def test_a_fairseq_job_whose_updates_stop_hangs_live(tmp_path: Path) -> None:
     """Through the service's path (JobLogSource on a real file, the engine): the updates are
     progress, a validation printed after they stopped is none, so the job is seen to hang."""
-    log = tmp_path / "train.log"
-    log.write_text("")
-    engine = Engine(SMALL_JOB, settle_s=0.5)
-    engine.watch("j")
-    engine.observe(JobStatus(T0, "j", JobState.RUNNING, ("node1",), 0), T0)
-    now = T0
-    source = JobLogSource("j", [log], clock=lambda: now)
-    for i in range(1, 31):
-        now = T0 + i
-        with log.open("a") as f:
-            f.write(_inner(now, i * 10))
-        engine.observe_all(source.poll(), now)
-        assert engine.evaluate(now) == []
+    job = LiveJob(tmp_path / "train.log")
+    job.train(lambda now, i: _inner(now, i * 10))
+    engine, now = job.engine, job.now
     last_step = now
-    now += 1.0
-    with log.open("a") as f:
-        f.write(
-            f"{_stamp(now)} | INFO | valid | epoch 001 | valid on 'valid' subset | loss 4.0 "
-            "| nll_loss 3.1 | num_updates 300 | best_loss 4.0\n"
-        )
-    engine.observe_all(source.poll(), now)
+    job.write(
+        f"{stamp(now + 1.0)} | INFO | valid | epoch 001 | valid on 'valid' subset | loss 4.0 "
+        "| nll_loss 3.1 | num_updates 300 | best_loss 4.0\n",
+        now + 1.0,
+    )
     _, last = engine.progress_of("j")
     assert last is not None and (last.iteration, last.time) == (300, last_step)
     findings = engine.evaluate(last_step + 30.0) or engine.evaluate(last_step + 31.0)

@@ -41,7 +41,7 @@ def blocked_task(events: Sequence[Event]) -> PhaseFinding | None:
     what = "a task blocked" if hung.signature == HUNG_TASK else "a CPU stalled"
     frames = _trace_frames(events, hung, IO_FRAME)
     if frames:
-        names = ", ".join(sorted({_frame_name(e.text) for e in frames})[:3])
+        names = _frame_names(frames)
         return PhaseFinding(
             Category.STORAGE,
             Kind.HANG,
@@ -52,7 +52,7 @@ def blocked_task(events: Sequence[Event]) -> PhaseFinding | None:
         )
     driver = _trace_frames(events, hung, DRIVER_FRAME)
     if driver:
-        names = ", ".join(sorted({_frame_name(e.text) for e in driver})[:3])
+        names = _frame_names(driver)
         return PhaseFinding(
             Category.SYSTEM_SOFTWARE,
             Kind.HANG,
@@ -89,13 +89,9 @@ def waiting_stack(events: Sequence[Event]) -> PhaseFinding | None:
         return None
     frames = [e for e in events if e.signature == IO_FRAME]
     for first in frames:
-        block = [
-            e
-            for e in frames
-            if e.source == first.source and 0 <= e.line - first.line <= TRACE_LINES
-        ]
+        block = [first, *_trace_frames(frames, first, IO_FRAME)]
         if len(block) >= STACK_FRAMES:
-            names = ", ".join(sorted({_frame_name(e.text) for e in block})[:3])
+            names = _frame_names(block)
             return PhaseFinding(
                 Category.STORAGE,
                 Kind.HANG,
@@ -116,6 +112,11 @@ def _trace_frames(events: Sequence[Event], hung: Event, signature: str) -> list[
         and e.source == hung.source
         and 0 < e.line - hung.line <= TRACE_LINES
     ]
+
+
+def _frame_names(frames: Sequence[Event]) -> str:
+    """Up to three distinct function names of ``frames``, for a basis."""
+    return ", ".join(sorted({_frame_name(e.text) for e in frames})[:3])
 
 
 def _frame_name(text: str) -> str:
