@@ -30,9 +30,7 @@ from dataclasses import replace
 
 from trainmedic.core.attribute.bench_copies import benchmark_copies
 from trainmedic.core.attribute.blocked import blocked_task, waiting_stack
-from trainmedic.core.attribute.collective import (
-    nccl_trace_desync,
-)
+from trainmedic.core.attribute.collective import nccl_trace_desync
 from trainmedic.core.attribute.culprit import find_culprit, first_real_failure
 from trainmedic.core.attribute.evidence import EvidenceFinding, read_evidence
 from trainmedic.core.attribute.facts import JobFacts
