@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from trainmedic.core.attribute.learned import (
+    GUESS_BELOW,
     LEARNED_CONFIDENCE,
+    OVERRULE_SHARE,
     LearnedModel,
     apply_learned,
 )
@@ -126,3 +129,45 @@ def test_calling_a_failure_needs_the_switch_and_the_threshold() -> None:
     assert apply_learned(NO_FAILURE, healthy, _model(0.0), call_failures=True) is NO_FAILURE
     strict = _model(1000.0)
     assert apply_learned(NO_FAILURE, lines, strict, call_failures=True) is NO_FAILURE
+
+
+GUESS = Verdict(
+    failure=True,
+    kind=Kind.CRASH,
+    category=Category.APPLICATION,
+    confidence=0.45,
+    implicated=Implicated(nodes=("n1",), ranks=(0,)),
+    basis="catalogue: root cause py.exception_line",
+)
+
+
+def test_a_guess_is_overruled_when_the_words_read_as_another_failure() -> None:
+    lines = ["OSError: nfs server not responding, still trying"]
+    assert apply_learned(GUESS, lines, _model()) is GUESS  # off by default (see SECOND_OPINION)
+    second = apply_learned(GUESS, lines, _model(), second_opinion=True)
+    assert second.category is Category.STORAGE and second.kind is Kind.CRASH
+    assert second.confidence <= LEARNED_CONFIDENCE < GUESS_BELOW
+    assert second.implicated.nodes == () and second.implicated.ranks == (0,)
+    assert "a guess (application, 0.45) overruled by learned evidence layer" in second.basis
+
+
+def test_a_guess_the_words_agree_with_or_a_sure_verdict_stands() -> None:
+    storage_guess = replace(GUESS, category=Category.STORAGE)
+    lines = ["nfs server not responding, still trying"]
+    on = {"second_opinion": True}
+    assert apply_learned(storage_guess, lines, _model(), **on) is storage_guess
+    sure = replace(GUESS, confidence=GUESS_BELOW)
+    assert apply_learned(sure, lines, _model(), **on) is sure
+    # Words no class owns more than another leave the guess alone.
+    assert apply_learned(GUESS, ["words nobody trained on"], _model(), **on) is GUESS
+
+
+def test_a_split_reading_does_not_overrule() -> None:
+    # Half storage, half GPU words: no failure class holds the share a reversal needs.
+    lines = ["nfs server not responding", "gpu has fallen off the bus xid"]
+    model = _model()
+    post = model.text.posterior(features(lines))
+    failure = {c: p for c, p in post.items() if c != "none"}
+    share = max(failure.values()) / sum(failure.values())
+    verdict = apply_learned(GUESS, lines, model, second_opinion=True)
+    assert (verdict is GUESS) == (share <= OVERRULE_SHARE)

@@ -31,6 +31,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="pool the first-sight tables recorded under DIR (DIR/first_sight.toml names each "
         "batch's): accuracy and reliability on logs the attribution had never seen",
     )
+    parser.add_argument(
+        "--replay-second-opinion",
+        action="store_true",
+        help="replay the learned layer's second opinion on each batch's recorded first sight, "
+        "the classifier trained on the batches before it only",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,6 +44,11 @@ def run(args: argparse.Namespace) -> int:
     for corpus in corpora:
         if not corpus.is_dir():
             raise InputError(f"{corpus}: not a directory")
+    if args.replay_second_opinion:
+        from trainmedic.offline.second_opinion import format_replay, replay
+
+        print("\n\n".join(format_replay(replay(corpus)) for corpus in corpora))
+        return 0
     if args.first_sight:
         from trainmedic.offline.expert_baseline import expert_section
         from trainmedic.offline.first_sight import format_first_sight, load
