@@ -1,0 +1,102 @@
+"""Mechanisms read after batch33..batch35's first sight: each a family of messages (other
+tools' and versions' wordings of the same failure) with healthy counter-cases, never one log's
+lines (the batches' own logs are scored by test_attr_realworld's floors)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.unit.log_verdict import assert_healthy, assert_mechanism, verdict_of
+
+from trainmedic.core.model import Category, Kind
+
+_STEPS = "".join(f"step {i} | loss {2.0 - i / 100:.3f}\n" for i in range(1, 6))
+
+_FAILURES: dict[str, tuple[str, Category, Kind]] = {
+    # a kubelet refusing at admission a pod the scheduler placed on its node: the devices or
+    # resources the scheduler counted as free were not there (its accounting was stale)
+    "kubelet_device_count_describe": (
+        "Status:         Failed\n"
+        "Reason:         UnexpectedAdmissionError\n"
+        "Message:        Pod Allocate failed due to requested number of devices unavailable "
+        "for amd.com/gpu. Requested: 2, Available: 1, which is unexpected\n",
+        Category.SCHEDULER,
+        Kind.CRASH,
+    ),
+    "kubelet_device_count_event": (
+        "Events:\n"
+        "  Type     Reason                    Age   From     Message\n"
+        "  Warning  UnexpectedAdmissionError  40s   kubelet  Allocate failed due to requested "
+        "number of devices unavailable for volcano.sh/vgpu-number. Requested: 1, Available: 0, "
+        "which is unexpected\n",
+        Category.SCHEDULER,
+        Kind.CRASH,
+    ),
+    "kubelet_predicate_out_of_gpu": (
+        "Status:         Failed\n"
+        "Reason:         OutOfnvidia.com/gpu\n"
+        "Message:        Pod Node didn't have enough resource: nvidia.com/gpu, requested: 1, "
+        "used: 8, capacity: 8\n",
+        Category.SCHEDULER,
+        Kind.CRASH,
+    ),
+    "kubelet_predicate_pod_list": (
+        "NAME               READY   STATUS     RESTARTS   AGE\n"
+        "trainer-worker-0   1/1     Running    0          2m\n"
+        "trainer-worker-1   0/1     OutOfcpu   0          2m\n",
+        Category.SCHEDULER,
+        Kind.CRASH,
+    ),
+    "kubelet_predicate_affinity": (
+        "Status:         Failed\n"
+        "Reason:         NodeAffinity\n"
+        "Message:        Pod Predicate NodeAffinity failed\n",
+        Category.SCHEDULER,
+        Kind.CRASH,
+    ),
+    "gpu_extender_mismatch": (
+        "E0414 16:15:05.112233   2231 server.go:301] Nvidia node mismatch for pod "
+        "trainer-0(trainer-0), pick up:/dev/nvidia3  predicate: /dev/nvidia1, which is "
+        "unexpected.\n",
+        Category.SCHEDULER,
+        Kind.CRASH,
+    ),
+}
+
+_HEALTHY: dict[str, str] = {
+    "pods_running": "NAME               READY   STATUS    RESTARTS   AGE\n"
+    "trainer-worker-0   1/1     Running   0          2m\n"
+    "trainer-worker-1   1/1     Running   0          2m\n" + _STEPS,
+    "pod_scheduled_and_started": "Events:\n"
+    "  Normal  Scheduled  20s  default-scheduler  Successfully assigned default/trainer-0 to "
+    "gpu-3\n"
+    "  Normal  Started    15s  kubelet            Started container trainer\n" + _STEPS,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_FAILURES))
+def test_mechanism_family(tmp_path: Path, name: str) -> None:
+    assert_mechanism(tmp_path, name, _FAILURES[name])
+
+
+@pytest.mark.parametrize("name", sorted(_HEALTHY))
+def test_healthy_counter_case(tmp_path: Path, name: str) -> None:
+    assert_healthy(tmp_path, name, _HEALTHY[name])
+
+
+def test_a_device_plugin_that_failed_is_not_the_scheduler(tmp_path: Path) -> None:
+    """Admission refused because the device plug-in's RPC failed (it crashed, a GPU was lost)
+    is the plug-in's or the device's, not stale scheduler accounting."""
+    for message in (
+        "Allocate failed due to rpc error: code = Unavailable desc = error reading from "
+        "server: EOF, which is unexpected",
+        "Pod Allocate failed due to device plugin GetPreferredAllocation rpc failed with err: "
+        "rpc error: code = Unknown desc = Unable to retrieve list of available devices: error "
+        "creating nvml.Device 3: nvml: GPU is lost, which is unexpected",
+    ):
+        verdict = verdict_of(
+            tmp_path, f"  Warning  UnexpectedAdmissionError  10s  kubelet  {message}\n"
+        )
+        assert verdict.failure
+        assert verdict.category is not Category.SCHEDULER, verdict
