@@ -62,6 +62,28 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
         Category.SCHEDULER,
         Kind.CRASH,
     ),
+    # a GPU peer-memory client meeting a freed or refused GPU mapping: the GPU driver's known
+    # defect in GPUDirect RDMA's free path (a guess: the driver stack, not the GPU or the NIC)
+    "peermem_invalid_context": (
+        "[1974787.691563] nvidia-peermem nv_get_p2p_free_callback:127 ERROR detected invalid "
+        "context, skipping further processing\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
+    "nv_peer_mem_invalid_page_table": (
+        "Mar  3 10:11:12 gpu-17 kernel: nv_mem nv_get_p2p_free_callback:144 "
+        "nv_get_p2p_free_callback -- invalid page_table\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
+    "gdrdrv_pin_refused": (
+        "[61024.799569] gdrdrv:invoking nvidia_p2p_get_pages(va=0x2305ba0000 len=4194304 "
+        "p2p_tok=0 va_tok=0)\n"
+        "[61024.799746] gdrdrv:nvidia_p2p_get_pages(va=2305ba0000 len=4194304 p2p_token=0 "
+        "va_space=0) failed [ret = -22]\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
 }
 
 _HEALTHY: dict[str, str] = {
@@ -72,6 +94,9 @@ _HEALTHY: dict[str, str] = {
     "  Normal  Scheduled  20s  default-scheduler  Successfully assigned default/trainer-0 to "
     "gpu-3\n"
     "  Normal  Started    15s  kubelet            Started container trainer\n" + _STEPS,
+    # a peer-memory client pinning GPU memory, as it does at every registration
+    "gdrdrv_pinning": "[61024.799569] gdrdrv:invoking nvidia_p2p_get_pages(va=0x2305ba0000 "
+    "len=4194304 p2p_tok=0 va_tok=0)\n" + _STEPS,
 }
 
 
@@ -100,3 +125,10 @@ def test_a_device_plugin_that_failed_is_not_the_scheduler(tmp_path: Path) -> Non
         )
         assert verdict.failure
         assert verdict.category is not Category.SCHEDULER, verdict
+
+
+def test_a_peer_memory_message_stays_a_guess(tmp_path: Path) -> None:
+    """Its maintainers call the invalid-context line a mitigation: restart, never stop."""
+    text, _, _ = _FAILURES["peermem_invalid_context"]
+    verdict = verdict_of(tmp_path, text)
+    assert verdict.confidence < 0.5, verdict
