@@ -84,6 +84,32 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
         Category.SYSTEM_SOFTWARE,
         Kind.CRASH,
     ),
+    # the same run failing with one version of a platform component and passing with another:
+    # the version is the variable the log shows (a regression in the stack)
+    "version_table_markdown": (
+        "| torch==2.3.1 | FAIL: RuntimeError in backward |\n| torch==2.2.2 | PASS |\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
+    "version_arrows": (
+        "jaxlib 0.4.31 -> segfault at step 0\njaxlib 0.4.30 -> ok\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
+    "version_with_hang": (
+        "with deepspeed==0.14.2: hangs in the first allreduce\nwith deepspeed==0.14.0: works\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.HANG,
+    ),
+    "version_rccl_timeout": (
+        "RCCL 2.20.5: timed out after 600 s\n"
+        "RCCL 2.18.3: completed\n"
+        "[rank0]: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, "
+        "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 "
+        "milliseconds before timing out.\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.HANG,
+    ),
 }
 
 _HEALTHY: dict[str, str] = {
@@ -97,6 +123,9 @@ _HEALTHY: dict[str, str] = {
     # a peer-memory client pinning GPU memory, as it does at every registration
     "gdrdrv_pinning": "[61024.799569] gdrdrv:invoking nvidia_p2p_get_pages(va=0x2305ba0000 "
     "len=4194304 p2p_tok=0 va_tok=0)\n" + _STEPS,
+    # versions that all pass, a pip listing: no failure
+    "version_table_all_pass": "NCCL 2.21.5: passed\nNCCL 2.23.4: passed\n" + _STEPS,
+    "pip_freeze": "torch==2.3.1\njaxlib==0.4.31\ndeepspeed==0.14.2\n" + _STEPS,
 }
 
 
@@ -132,3 +161,22 @@ def test_a_peer_memory_message_stays_a_guess(tmp_path: Path) -> None:
     text, _, _ = _FAILURES["peermem_invalid_context"]
     verdict = verdict_of(tmp_path, text)
     assert verdict.confidence < 0.5, verdict
+
+
+def test_versions_of_two_components_are_no_regression(tmp_path: Path) -> None:
+    """One component failing and another passing compares nothing: not the version rule."""
+    verdict = verdict_of(tmp_path, "NCCL 2.30.7: killed after 180s\nCUDA 12.4: passed\n")
+    assert "mechanism (version)" not in verdict.basis, verdict
+
+
+def test_one_version_both_failing_and_passing_is_no_regression(tmp_path: Path) -> None:
+    """A flaky version (failed once, passed once) next to a passing one shows no version."""
+    verdict = verdict_of(
+        tmp_path, "torch 2.3.1: failed\ntorch 2.3.1: passed\ntorch 2.2.2: passed\n"
+    )
+    assert "mechanism (version)" not in verdict.basis, verdict
+
+
+def test_a_version_regression_stays_a_guess(tmp_path: Path) -> None:
+    text, _, _ = _FAILURES["version_arrows"]
+    assert verdict_of(tmp_path, text).confidence < 0.5
