@@ -10,6 +10,7 @@ import pytest
 from tests.unit.log_verdict import assert_healthy, assert_mechanism, verdict_of
 
 from trainmedic.core.model import Category, Kind
+from trainmedic.offline.analyze import analyze_path
 
 _STEPS = "".join(f"step {i} | loss {2.0 - i / 100:.3f}\n" for i in range(1, 6))
 
@@ -180,3 +181,13 @@ def test_one_version_both_failing_and_passing_is_no_regression(tmp_path: Path) -
 def test_a_version_regression_stays_a_guess(tmp_path: Path) -> None:
     text, _, _ = _FAILURES["version_arrows"]
     assert verdict_of(tmp_path, text).confidence < 0.5
+
+
+def test_the_version_rule_is_a_rule_layer(tmp_path: Path) -> None:
+    """It reads the line sample with the learned layer off too (crossval's rules alone)."""
+    text, category, _ = _FAILURES["version_arrows"]
+    path = tmp_path / "job.log"
+    path.write_text(text)
+    verdict = analyze_path(path, learned=False).verdict
+    assert verdict.category is category, verdict
+    assert "learned" not in verdict.basis

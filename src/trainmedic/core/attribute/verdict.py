@@ -148,7 +148,7 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
         return from_root(strong_context[0], events, facts, confidence_cap=0.6)
     # The same run failing with one version of a component and passing with another: the
     # version is the variable shown, more telling than timeouts or unnamed failure lines.
-    finding = version_regression(facts.text)
+    finding = version_regression(facts.sample)
     if finding is not None:
         return from_finding(finding, events, facts, (), layer="mechanism (version)")
     if cascades:
