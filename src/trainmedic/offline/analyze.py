@@ -118,8 +118,7 @@ def analyze_path(
         sample = LineSample()
         try:
             scans.append(_scan_file(file, root, limits, sample))
-            if learned:
-                text.extend(sample.lines()[: max(0, MAX_SAMPLE_LINES - len(text))])
+            text.extend(sample.lines()[: max(0, MAX_SAMPLE_LINES - len(text))])
         except InputError as exc:
             if not is_dir:
                 raise
@@ -127,7 +126,7 @@ def analyze_path(
     if is_dir and not scans:
         detail = f" ({skipped[0]})" if skipped else ""
         raise InputError(f"{root}: directory holds no readable log file{detail}")
-    return _combine(str(root), scans, tuple(skipped), tuple(text), since)
+    return _combine(str(root), scans, tuple(skipped), tuple(text), since, learned)
 
 
 MAX_SAMPLE_LINES = 4000
@@ -140,10 +139,12 @@ def _combine(
     skipped: tuple[str, ...],
     text: tuple[str, ...] = (),
     since: float | None = None,
+    learned: bool = True,
 ) -> AnalysisResult:
     # The live engine combines and attributes its scans the same way (one verdict per lines).
     evidence = combine_scans(scans, since)
-    verdict = attribute(evidence.events, facts=replace(evidence.facts, text=text))
+    facts = replace(evidence.facts, text=text if learned else (), sample=text)
+    verdict = attribute(evidence.events, facts=facts)
     return AnalysisResult(
         source=source,
         verdict=verdict,

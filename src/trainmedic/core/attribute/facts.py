@@ -42,6 +42,9 @@ class JobFacts:
     # A bounded sample of the input's lines (head and tail of each file): the learned evidence
     # layer reads their words (``learned.py``); empty, it stays silent.
     text: tuple[str, ...] = ()
+    # The same sample for the rule mechanisms that read whole lines (``version_ab.py``): given
+    # even when the learned layer is off (``analyze_path(learned=False)``, crossval's rules).
+    sample: tuple[str, ...] = ()
     # Nodes whose kernel log was read for the job (even empty): the kernel logs every kill its
     # OOM killer makes, so no OOM record there rules the OOM killer out for that node.
     kernel_logs: frozenset[str] = frozenset()

@@ -49,6 +49,7 @@ from trainmedic.core.attribute.timeline import loss_diverged, stalled_while_runn
 from trainmedic.core.attribute.unfinished import allocation_never_granted, traceback_cut
 from trainmedic.core.attribute.verdict_build import from_finding, from_root, noise
 from trainmedic.core.attribute.verdict_cascades import cascade_only, teardown_only
+from trainmedic.core.attribute.version_ab import version_regression
 from trainmedic.core.logparse.evidence import EvidenceLine
 from trainmedic.core.model import (
     NO_FAILURE,
@@ -145,6 +146,11 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
     strong_context = [e for e in hw_context if e.strong]
     if strong_context:
         return from_root(strong_context[0], events, facts, confidence_cap=0.6)
+    # The same run failing with one version of a component and passing with another: the
+    # version is the variable shown, more telling than timeouts or unnamed failure lines.
+    finding = version_regression(facts.sample)
+    if finding is not None:
+        return from_finding(finding, events, facts, (), layer="mechanism (version)")
     if cascades:
         return cascade_only(cascades, events, facts, hw_context)
     if hw_context:
