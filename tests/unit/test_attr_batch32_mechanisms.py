@@ -1,0 +1,48 @@
+"""Mechanisms read after batch32's first sight: each a family of messages (other tools' and
+versions' wordings of the same failure) with healthy counter-cases, never one log's lines (the
+batch's own logs are scored by test_attr_realworld's floors)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.unit.log_verdict import assert_healthy, assert_mechanism
+
+from trainmedic.core.model import Category, Kind
+
+_FAILURES: dict[str, tuple[str, Category, Kind]] = {
+    # a health check's memory UNDER its minimum is a part the node lost: still a failure
+    "nhc_ram_below_minimum": (
+        "ERROR:  nhc:  Health check failed:  check_hw_physmem:  Actual RAM size (250000000 kB) "
+        "less than minimum allowed (500000000 kB).\n",
+        Category.NODE_HARDWARE,
+        Kind.CRASH,
+    ),
+}
+
+_HEALTHY: dict[str, str] = {
+    # a health check's memory ABOVE its maximum: the bound was written for another node type
+    "nhc_ram_above_maximum": (
+        "ERROR:  nhc:  Health check failed:  check_hw_physmem:  Actual RAM size (1048576000 kB) "
+        "greater than maximum allowed (524288000 kB).\n"
+    ),
+    "nhc_swap_above_maximum": (
+        "ERROR:  nhc:  Health check failed:  check_hw_swap:  Actual SWAP size (8388604 kB) "
+        "greater than maximum allowed (0 kB).\n"
+    ),
+    "nhc_system_memory_above_maximum": (
+        "ERROR:  nhc:  Health check failed:  check_hw_mem:  "
+        "Actual system memory (2113929216 kB) greater than maximum allowed (1056964608 kB).\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_FAILURES))
+def test_failure_families(tmp_path: Path, name: str) -> None:
+    assert_mechanism(tmp_path, name, _FAILURES[name])
+
+
+@pytest.mark.parametrize("name", sorted(_HEALTHY))
+def test_healthy_counter_cases(tmp_path: Path, name: str) -> None:
+    assert_healthy(tmp_path, name, _HEALTHY[name])
