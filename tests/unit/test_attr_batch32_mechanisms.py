@@ -19,6 +19,37 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
         Category.NODE_HARDWARE,
         Kind.CRASH,
     ),
+    # the kernel has no driver for the file-system type: the node's software, not the storage
+    "lustre_enodev": (
+        "mount.lustre: mount 10.1.0.4@o2ib:/scratch at /scratch failed: No such device\n"
+        "Are the lustre modules loaded?\n"
+        "Check /etc/modprobe.conf and /proc/filesystems\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
+    "nfs_enodev": ("mount.nfs: No such device\n", Category.SYSTEM_SOFTWARE, Kind.CRASH),
+    "cifs_not_supported": (
+        "mount error: cifs filesystem not supported by the system\n"
+        "mount error(19): No such device\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
+    "fuse_module_absent": (
+        "fuse: device not found, try 'modprobe fuse' first\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
+    "modprobe_for_this_kernel": (
+        "modprobe: FATAL: Module lustre not found in directory /lib/modules/5.15.0-1051-aws\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
+    # ... while a mount the kernel knows that then cannot reach or read its server is storage
+    "lustre_mount_eio": (
+        "mount.lustre: mount 10.1.0.4@o2ib:/scratch at /scratch failed: Input/output error\n",
+        Category.STORAGE,
+        Kind.CRASH,
+    ),
 }
 
 _HEALTHY: dict[str, str] = {
