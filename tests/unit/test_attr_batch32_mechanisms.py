@@ -50,6 +50,24 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
         Category.STORAGE,
         Kind.CRASH,
     ),
+    # systemd's report that a storage client's unit did not start: the host's software (the
+    # client's kernel module build, its packages), whichever file system the unit serves
+    "systemd_job_failed": (
+        "Job for beegfs-client.service failed because the control process exited with error "
+        'code. See "systemctl status beegfs-client.service" and "journalctl -xe" for details.\n',
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
+    "systemd_unit_entered_failed": (
+        "Mar 02 10:00:01 node7 systemd[1]: Unit lustre-client.service entered failed state.\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
+    "systemd_dependency_failed": (
+        "A dependency job for remote-fs.target failed. See 'journalctl -xe' for details.\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
 }
 
 _HEALTHY: dict[str, str] = {
@@ -65,6 +83,10 @@ _HEALTHY: dict[str, str] = {
     "nhc_system_memory_above_maximum": (
         "ERROR:  nhc:  Health check failed:  check_hw_mem:  "
         "Actual system memory (2113929216 kB) greater than maximum allowed (1056964608 kB).\n"
+    ),
+    "systemd_started_storage_client": (
+        "Mar 02 10:00:01 node7 systemd[1]: Starting BeeGFS Client...\n"
+        "Mar 02 10:00:04 node7 systemd[1]: Started BeeGFS Client.\n"
     ),
 }
 
