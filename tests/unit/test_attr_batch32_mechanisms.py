@@ -68,6 +68,32 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
         Category.SYSTEM_SOFTWARE,
         Kind.CRASH,
     ),
+    # a memory tester reading back other bits than it wrote: the node's RAM
+    "memtester_miscompare": (
+        "Loop 1/1:\n"
+        "  Stuck Address       : ok\n"
+        "  Random Value        : FAILURE: 0x5a5a5a5a5a5a5a5a != 0x5a5a5a5b5a5a5a5a at offset "
+        "0x04f2a110.\n"
+        "  Compare XOR         : ok\n",
+        Category.NODE_HARDWARE,
+        Kind.CRASH,
+    ),
+    "stressapptest_miscompare": (
+        "Log: Starting worker threads\n"
+        "Report Error: miscompare on CPU 5(0x20) at 0x7f10a2c04400(0x0:DIMM Unknown): "
+        "read:0x7fffffffffffffff, reread:0x7fffffffffffffff expected:0xffffffffffffffff\n"
+        "Stats: Completed: 1203040.00M in 60.02s 20044.00MB/s, with 1 hardware incidents, 0 errors\n"
+        "Status: FAIL - test discovered HW problems\n",
+        Category.NODE_HARDWARE,
+        Kind.CRASH,
+    ),
+    "kernel_early_memtest": (
+        "[    0.000000] early_memtest: # of tests: 4\n"
+        "[    0.000000]   0x0000000123456000 bad mem addr 0x0000000123456000 - "
+        "0x0000000123457000 reserved\n",
+        Category.NODE_HARDWARE,
+        Kind.CRASH,
+    ),
 }
 
 _HEALTHY: dict[str, str] = {
@@ -87,6 +113,14 @@ _HEALTHY: dict[str, str] = {
     "systemd_started_storage_client": (
         "Mar 02 10:00:01 node7 systemd[1]: Starting BeeGFS Client...\n"
         "Mar 02 10:00:04 node7 systemd[1]: Started BeeGFS Client.\n"
+    ),
+    "memtester_clean": (
+        "Loop 1/1:\n  Stuck Address       : ok\n  Random Value        : ok\n"
+        "  Compare XOR         : ok\nDone.\n"
+    ),
+    "stressapptest_pass": (
+        "Stats: Completed: 1203040.00M in 60.02s 20044.00MB/s, with 0 hardware incidents, 0 errors\n"
+        "Status: PASS - please verify no corrected errors\n"
     ),
 }
 

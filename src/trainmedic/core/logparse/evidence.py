@@ -163,7 +163,7 @@ _NOT_FAILURE = re.compile(
     # all-clear value (nvidia-smi -q "Remapping Failure Occurred : No", "HW Slowdown : Not
     # Active", smartctl "Critical Warning: 0x00"): a report that nothing failed
     r"|^\s*(?=[A-Za-z])(?=[^:]*\w \w)[\w /().-]*?"
-    r"(?:fail|error|warning|fault|critical|slowdown|throttl|uncorrect)[\w /().-]*?"
+    r"(?:fail|error|warning|fault|critical|slowdown|throttl|uncorrect|stuck)[\w /().-]*?"
     r"\s*:\s*(?:no|not active|none|n/a|0x0+|0|passed?|ok)\s*$"
     # its section headings ("ECC Errors") and the detail lines of a record the catalogue reads
     # (AER's "error status/mask=")
@@ -187,6 +187,9 @@ _NOT_FAILURE = re.compile(
     # (its configuration); a size under the minimum is a part lost and stays failure evidence
     r"|\b(?:RAM|swap|system memory|memory)(?: size)?\s*\(\s*[\d.]+\s*[kmgt]i?b\s*\)\s*"
     r"(?:is )?(?:greater|more|larger) than (?:the )?max(?:imum)?(?: allowed)?\b"
+    # a tester's overall verdict that it passed (stressapptest's "Status: PASS - please verify
+    # no corrected errors"), whatever caveat follows it
+    r"|^\s*(?:status|result|overall(?: result)?)\s*:\s*pass(?:ed)?\b"
     # a command someone typed (a shell prompt, the Python REPL): input, not what happened
     r"|^\s*(?:\$|[\w.-]+@[\w.-]+:\S*[$#]|>>>)\s+\S"
 )
