@@ -94,6 +94,32 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
         Category.NODE_HARDWARE,
         Kind.CRASH,
     ),
+    # a FUSE storage client's daemon failing an operation: the mount, even when its own
+    # memory is the reason it gives (not the job's memory)
+    "blobfuse_bad_alloc": (
+        "blobfuse[2144]: Unknown failure in list_blobs_hierarchial.  ex.what() = std::bad_alloc, "
+        "container = ckpt, prefix = run3/.\n",
+        Category.STORAGE,
+        Kind.CRASH,
+    ),
+    "blobfuse2_download_failed": (
+        "blobfuse2[2201]: LOG_ERR [block_blob.go (612)]: BlockBlob::ReadBuffer : Failed to "
+        "download blob shards/0007.tar [context deadline exceeded]\n",
+        Category.STORAGE,
+        Kind.CRASH,
+    ),
+    "gcsfuse_read_failed": (
+        "gcsfuse[981]: ReadFile: input/output error, fh.reader.ReadAt: readFull: error reading "
+        "object\n",
+        Category.STORAGE,
+        Kind.CRASH,
+    ),
+    # ... while the job's own std::bad_alloc stays the job's memory
+    "job_bad_alloc": (
+        "terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc\n",
+        Category.APPLICATION,
+        Kind.CRASH,
+    ),
 }
 
 _HEALTHY: dict[str, str] = {
@@ -121,6 +147,11 @@ _HEALTHY: dict[str, str] = {
     "stressapptest_pass": (
         "Stats: Completed: 1203040.00M in 60.02s 20044.00MB/s, with 0 hardware incidents, 0 errors\n"
         "Status: PASS - please verify no corrected errors\n"
+    ),
+    "fuse_clients_mounting": (
+        "blobfuse2[2201]: LOG_INFO [mount.go (432)]: mount: Mounting blobfuse2 on /mnt/blob\n"
+        "s3fs[7412]: s3fs.cpp:s3fs_init(3493): init v1.86(commit:unknown) with OpenSSL\n"
+        "gcsfuse[981]: File system has been successfully mounted.\n"
     ),
 }
 
