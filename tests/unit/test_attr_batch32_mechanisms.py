@@ -120,6 +120,30 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
         Category.APPLICATION,
         Kind.CRASH,
     ),
+    # a kernel call trace through a driver module's probe: the driver tripped binding to its
+    # device at load (built for another kernel, RDMA stack or firmware), a guess
+    "nvidia_probe_warn": (
+        "[  112.500100] ------------[ cut here ]------------\n"
+        "[  112.500233] WARNING: CPU: 7 PID: 1123 at kernel/dma/mapping.c:532 dma_alloc_attrs+0x9c/0xb0\n"
+        "[  112.501001] Call Trace:\n"
+        "[  112.501120]  <TASK>\n"
+        "[  112.501200]  nv_alloc_contig_pages+0x1c1/0x2b0 [nvidia]\n"
+        "[  112.501233]  nv_pci_probe+0x6f2/0x1a50 [nvidia]\n"
+        "[  112.501300]  local_pci_probe+0x42/0x80\n"
+        "[  112.501310]  </TASK>\n"
+        "[  112.501400] ---[ end trace 5d1e2f0b9c7a1e22 ]---\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
+    "mlx5_init_trace": (
+        "[   20.111000] RSP: 0018:ffffb217afff3d70 EFLAGS: 00010206\n"
+        "[   20.111010] Call Trace:\n"
+        "[   20.111020]  mlx5_function_setup+0x2a0/0x4c0 [mlx5_core]\n"
+        "[   20.111030]  mlx5_init_one+0x1c4/0x5e0 [mlx5_core]\n"
+        "[   20.111040]  probe_one+0x2d2/0x450 [mlx5_core]\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
 }
 
 _HEALTHY: dict[str, str] = {
@@ -152,6 +176,11 @@ _HEALTHY: dict[str, str] = {
         "blobfuse2[2201]: LOG_INFO [mount.go (432)]: mount: Mounting blobfuse2 on /mnt/blob\n"
         "s3fs[7412]: s3fs.cpp:s3fs_init(3493): init v1.86(commit:unknown) with OpenSSL\n"
         "gcsfuse[981]: File system has been successfully mounted.\n"
+    ),
+    "driver_bound_cleanly": (
+        "[   12.925245] mlx5_core 0000:03:00.0: enabling device (0000 -> 0002)\n"
+        "[   12.925600] mlx5_core 0000:03:00.0: firmware version: 28.39.1002\n"
+        "[   13.400110] efa 0000:4f:00.0: Setup irq:1861 name:efa-mgmnt@pci:0000:4f:00.0\n"
     ),
 }
 
