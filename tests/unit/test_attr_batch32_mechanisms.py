@@ -144,6 +144,23 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
         Category.SYSTEM_SOFTWARE,
         Kind.CRASH,
     ),
+    # a partition without any node: jobs for it pend until nodes join (a guess, 0.45)
+    "sinfo_empty_partition": (
+        "$ squeue\n"
+        "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n"
+        "                41       gpu    train    alice PD       0:00      2 (Resources)\n"
+        "$ sinfo\n"
+        "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n"
+        "gpu*         up 2-00:00:00      0    n/a\n",
+        Category.SCHEDULER,
+        Kind.HANG,
+    ),
+    "sinfo_summary_empty": (
+        "PARTITION AVAIL  TIMELIMIT   NODES(A/I/O/T) NODELIST\n"
+        "hpc*         up   infinite          0/0/0/0\n",
+        Category.SCHEDULER,
+        Kind.HANG,
+    ),
 }
 
 _HEALTHY: dict[str, str] = {
@@ -181,6 +198,13 @@ _HEALTHY: dict[str, str] = {
         "[   12.925245] mlx5_core 0000:03:00.0: enabling device (0000 -> 0002)\n"
         "[   12.925600] mlx5_core 0000:03:00.0: firmware version: 28.39.1002\n"
         "[   13.400110] efa 0000:4f:00.0: Setup irq:1861 name:efa-mgmnt@pci:0000:4f:00.0\n"
+    ),
+    "sinfo_cloud_nodes_powered_down": (
+        "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n"
+        "gpu*         up   infinite      4  idle~ gpu-dy-p4d-[1-4]\n"
+        "cpu          up   infinite      2  alloc cpu-st-c5-[1-2]\n"
+        "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n"
+        "                41       gpu    train    alice PD       0:00      2 (Resources)\n"
     ),
 }
 
