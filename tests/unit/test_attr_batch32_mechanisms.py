@@ -82,7 +82,8 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
         "Log: Starting worker threads\n"
         "Report Error: miscompare on CPU 5(0x20) at 0x7f10a2c04400(0x0:DIMM Unknown): "
         "read:0x7fffffffffffffff, reread:0x7fffffffffffffff expected:0xffffffffffffffff\n"
-        "Stats: Completed: 1203040.00M in 60.02s 20044.00MB/s, with 1 hardware incidents, 0 errors\n"
+        "Stats: Completed: 1203040.00M in 60.02s 20044.00MB/s, "
+        "with 1 hardware incidents, 0 errors\n"
         "Status: FAIL - test discovered HW problems\n",
         Category.NODE_HARDWARE,
         Kind.CRASH,
@@ -116,7 +117,8 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
     ),
     # ... while the job's own std::bad_alloc stays the job's memory
     "job_bad_alloc": (
-        "terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc\n",
+        "terminate called after throwing an instance of 'std::bad_alloc'\n"
+        "  what():  std::bad_alloc\n",
         Category.APPLICATION,
         Kind.CRASH,
     ),
@@ -124,7 +126,8 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
     # device at load (built for another kernel, RDMA stack or firmware), a guess
     "nvidia_probe_warn": (
         "[  112.500100] ------------[ cut here ]------------\n"
-        "[  112.500233] WARNING: CPU: 7 PID: 1123 at kernel/dma/mapping.c:532 dma_alloc_attrs+0x9c/0xb0\n"
+        "[  112.500233] WARNING: CPU: 7 PID: 1123 at kernel/dma/mapping.c:532 "
+        "dma_alloc_attrs+0x9c/0xb0\n"
         "[  112.501001] Call Trace:\n"
         "[  112.501120]  <TASK>\n"
         "[  112.501200]  nv_alloc_contig_pages+0x1c1/0x2b0 [nvidia]\n"
@@ -186,7 +189,8 @@ _HEALTHY: dict[str, str] = {
         "  Compare XOR         : ok\nDone.\n"
     ),
     "stressapptest_pass": (
-        "Stats: Completed: 1203040.00M in 60.02s 20044.00MB/s, with 0 hardware incidents, 0 errors\n"
+        "Stats: Completed: 1203040.00M in 60.02s 20044.00MB/s, "
+        "with 0 hardware incidents, 0 errors\n"
         "Status: PASS - please verify no corrected errors\n"
     ),
     "fuse_clients_mounting": (
