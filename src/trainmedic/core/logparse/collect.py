@@ -152,6 +152,7 @@ class Collector:
                 gpu=found.gpu,
                 action_hint=found.action_hint,
                 strong=found.strong,
+                likely=found.likely,
             )
             self._keep(event, line_no, before, "")
 

@@ -163,7 +163,7 @@ _NOT_FAILURE = re.compile(
     # all-clear value (nvidia-smi -q "Remapping Failure Occurred : No", "HW Slowdown : Not
     # Active", smartctl "Critical Warning: 0x00"): a report that nothing failed
     r"|^\s*(?=[A-Za-z])(?=[^:]*\w \w)[\w /().-]*?"
-    r"(?:fail|error|warning|fault|critical|slowdown|throttl|uncorrect)[\w /().-]*?"
+    r"(?:fail|error|warning|fault|critical|slowdown|throttl|uncorrect|stuck)[\w /().-]*?"
     r"\s*:\s*(?:no|not active|none|n/a|0x0+|0|passed?|ok)\s*$"
     # its section headings ("ECC Errors") and the detail lines of a record the catalogue reads
     # (AER's "error status/mask=")
@@ -181,6 +181,15 @@ _NOT_FAILURE = re.compile(
     # health agent) asked for a register this firmware lacks; the card goes on working
     r"|\b(?:ACCESS_REG\(0x[0-9a-f]+\)\s*op_mod\(0x1\)|QUERY_\w+\(0x[0-9a-f]+\)\s*op_mod\(0x[0-9a-f]+\))"
     r"\s*failed,\s*status bad (?:operation|opcode|param(?:eter)?)\b"
+    # a health check whose measured memory is ABOVE the maximum it allows (NHC's check_hw_physmem,
+    # check_hw_swap, check_hw_mem: "Actual RAM size (N kB) greater than maximum allowed"): a
+    # server does not grow memory, so the check's bound was written for another node type
+    # (its configuration); a size under the minimum is a part lost and stays failure evidence
+    r"|\b(?:RAM|swap|system memory|memory)(?: size)?\s*\(\s*[\d.]+\s*[kmgt]i?b\s*\)\s*"
+    r"(?:is )?(?:greater|more|larger) than (?:the )?max(?:imum)?(?: allowed)?\b"
+    # a tester's overall verdict that it passed (stressapptest's "Status: PASS - please verify
+    # no corrected errors"), whatever caveat follows it
+    r"|^\s*(?:status|result|overall(?: result)?)\s*:\s*pass(?:ed)?\b"
     # a command someone typed (a shell prompt, the Python REPL): input, not what happened
     r"|^\s*(?:\$|[\w.-]+@[\w.-]+:\S*[$#]|>>>)\s+\S"
 )

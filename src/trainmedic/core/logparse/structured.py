@@ -38,6 +38,7 @@ class Finding:
     gpu: str | None = None
     action_hint: ActionHint = ActionHint.NONE
     strong: bool = False
+    likely: bool = False  # the usual cause of what was read, not proof of it (a guess, 0.45)
 
 
 class BlockParser(Protocol):
@@ -61,6 +62,7 @@ def _parsers() -> list[BlockParser]:
     from trainmedic.core.logparse.nvsmi import DcgmiDiagParser, NvidiaSmiParser
     from trainmedic.core.logparse.nvsmi_limits import GpuLimitParser
     from trainmedic.core.logparse.powersupply import PowerSupplyParser
+    from trainmedic.core.logparse.sinfo import SinfoParser
     from trainmedic.core.logparse.slurmstate import SlurmStateParser
 
     return [
@@ -68,6 +70,7 @@ def _parsers() -> list[BlockParser]:
         NvidiaSmiParser(),
         DcgmiDiagParser(),
         SlurmStateParser(),
+        SinfoParser(),
         PodTableParser(),
         SelParser(),
         PowerSupplyParser(),
