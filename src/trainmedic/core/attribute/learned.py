@@ -111,6 +111,17 @@ def _confidence(share: float) -> float:
     return round(min(LEARNED_CONFIDENCE, BASE_CONFIDENCE + SHARE_WEIGHT * share), 3)
 
 
+def _renamed(verdict: Verdict, best: str, share: float, said: str) -> Verdict:
+    """``verdict`` in the classifier's class, at its confidence, implicating no node."""
+    return replace(
+        verdict,
+        category=Category(best),
+        confidence=_confidence(share),
+        implicated=replace(verdict.implicated, nodes=()),
+        basis=f"{verdict.basis}; {said}",
+    )
+
+
 NAMEABLE = ("evidence:", "catalogue: only teardown noise")
 """Bases of the unknown verdicts the learned layer may name (``verdict.py``'s wording)."""
 
@@ -148,24 +159,12 @@ def apply_learned(
     if guessed:
         if best in (str(Category.UNKNOWN), str(verdict.category)) or share <= OVERRULE_SHARE:
             return verdict
-        return replace(
-            verdict,
-            category=Category(best),
-            confidence=_confidence(share),
-            implicated=replace(verdict.implicated, nodes=()),
-            basis=f"{verdict.basis}; a guess ({verdict.category}, {verdict.confidence:.2f}) "
-            f"overruled by {basis})",
-        )
+        said = f"a guess ({verdict.category}, {verdict.confidence:.2f}) overruled by {basis})"
+        return _renamed(verdict, best, share, said)
     if unnamed:
         if best == str(Category.UNKNOWN):
             return verdict
-        return replace(
-            verdict,
-            category=Category(best),
-            confidence=_confidence(share),
-            implicated=replace(verdict.implicated, nodes=()),
-            basis=f"{verdict.basis}; named by {basis})",
-        )
+        return _renamed(verdict, best, share, f"named by {basis})")
     score = model.text.failure_score(feats)
     if score <= model.failure_above:
         return verdict
