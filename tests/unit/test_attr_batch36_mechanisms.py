@@ -40,9 +40,64 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
         Category.SCHEDULER,
         Kind.CRASH,
     ),
+    # hosts of one job on different NCCL network plugins: a stack on part of the nodes
+    "nccl219_plugin_on_one_host": (
+        "gpu-a:1201:1290 [0] NCCL INFO NET/Plugin: Loaded net plugin NCCL RDMA Plugin v7 (v7)\n"
+        "gpu-b:3301:3340 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. "
+        "Using internal network plugin.\n"
+        "gpu-a:1201:1290 [0] NCCL INFO Using network IBext\n"
+        "gpu-b:3301:3340 [0] NCCL INFO Using network IB\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.HANG,
+    ),
+    "older_nccl_ofi_on_one_host": (
+        "ip-10-0-1-5:412:412 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.7.4-aws\n"
+        "ip-10-0-1-9:877:877 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), "
+        "using internal implementation\n"
+        "ip-10-0-1-9:877:877 [0] NCCL INFO NET/Socket : Using [0]ens5:10.0.1.9<0>\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.HANG,
+    ),
+    "mpirun_prefixed_networks": (
+        "[1]node12:5521:5600 [0] NCCL INFO Using network IB\n"
+        "[0]node11:6630:6702 [0] NCCL INFO Using network IBext\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.HANG,
+    ),
 }
 
 _HEALTHY: dict[str, str] = {
+    # every host on NCCL's own transports, or every host on the plugin: one stack
+    "all_hosts_internal": (
+        "gpu-a:1201:1290 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. "
+        "Using internal network plugin.\n"
+        "gpu-b:3301:3340 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. "
+        "Using internal network plugin.\n"
+        "gpu-a:1201:1290 [0] NCCL INFO Using network IB\n"
+        "gpu-b:3301:3340 [0] NCCL INFO Using network IB\n"
+    ),
+    "all_hosts_on_the_plugin": (
+        "gpu-a:1201:1290 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/"
+        "libnccl-net.so\n"
+        "gpu-b:3301:3340 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/"
+        "libnccl-net.so\n"
+        "gpu-a:1201:1290 [0] NCCL INFO Using network IBext\n"
+        "gpu-b:3301:3340 [0] NCCL INFO Using network IBext\n"
+    ),
+    # a plugin that loaded on one host and fell back there: that host said both
+    "one_host_fell_back": (
+        "gpu-a:1201:1290 [0] NCCL INFO NET/Plugin: Loaded net plugin NCCL RDMA Plugin v7 (v7)\n"
+        "gpu-a:1201:1290 [0] NCCL INFO Using network IB\n"
+        "gpu-b:3301:3340 [0] NCCL INFO Using network IB\n"
+    ),
+    # sides differ but the job connected and trained: no stall to explain
+    "mixed_but_trained": (
+        "gpu-a:1201:1290 [0] NCCL INFO Using network IBext\n"
+        "gpu-b:3301:3340 [0] NCCL INFO Using network IB\n"
+        "gpu-a:1201:1290 [0] NCCL INFO Connected all rings\n"
+        "gpu-b:3301:3340 [0] NCCL INFO Connected all rings\n"
+        "step 10 | loss 2.31\nstep 20 | loss 2.12\nstep 30 | loss 2.05\n"
+    ),
     # a launcher reporting the capacity it found is no failure
     "capacity_reported": (
         "2024-03-01 10:00:01 startnode INFO gpu-a100-0002: host capacity check passed, "
