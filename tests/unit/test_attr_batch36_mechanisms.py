@@ -64,9 +64,43 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
         Category.SYSTEM_SOFTWARE,
         Kind.HANG,
     ),
+    # a prolog/epilog that failed with the container runtime's plug-in failing in it: the
+    # runtime's configuration or version on the node, not the scheduler's script
+    "epilog_pyxis_cleanup": (
+        "slurmd[771]: error: [job 120] epilog failed status=1:0\n"
+        "spank-epilog[902]: error: pyxis: couldn't get list of existing containers\n"
+        "spank-epilog[902]: error: pyxis: couldn't cleanup pyxis containers for job 120\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
+    "prolog_enroot_mount": (
+        "slurmstepd: error: prolog failed: rc:1 output:\n"
+        "slurmstepd: error: pyxis:     enroot-mount: failed to mount: /run/enroot/u1000: "
+        "Permission denied\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
+    "prolog_apptainer_setup": (
+        "salloc: Prolog failure on node gpu-a07\n"
+        "FATAL:   container creation failed: mount /proc/self/fd/3->/var/apptainer/mnt/session/"
+        "rootfs error: while mounting image: failed to find loop device\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
+    # ... a prolog that failed alone stays the scheduler's
+    "prolog_alone": (
+        "slurmd[771]: error: [job 121] prolog failed status=1:0\n",
+        Category.SCHEDULER,
+        Kind.CRASH,
+    ),
 }
 
 _HEALTHY: dict[str, str] = {
+    "pyxis_importing": (
+        "slurmstepd: pyxis: importing docker image ...\n"
+        "slurmstepd: pyxis: creating container filesystem ...\n"
+        "slurmstepd: pyxis: starting container ...\n"
+    ),
     # every host on NCCL's own transports, or every host on the plugin: one stack
     "all_hosts_internal": (
         "gpu-a:1201:1290 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. "
