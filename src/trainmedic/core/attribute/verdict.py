@@ -35,6 +35,7 @@ from trainmedic.core.attribute.culprit import find_culprit, first_real_failure
 from trainmedic.core.attribute.evidence import EvidenceFinding, read_evidence
 from trainmedic.core.attribute.facts import JobFacts
 from trainmedic.core.attribute.learned import learned_fallback
+from trainmedic.core.attribute.net_plugin import mixed_net_plugins
 from trainmedic.core.attribute.overflow import scaler_diverged
 from trainmedic.core.attribute.phase import (
     died_in_setup,
@@ -151,6 +152,11 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
     finding = version_regression(facts.sample)
     if finding is not None:
         return from_finding(finding, events, facts, (), layer="mechanism (version)")
+    # Hosts that loaded different NCCL network plugins: a stack on part of the nodes, which a
+    # timeout among the cascades would only show as a wait.
+    finding = mixed_net_plugins(facts.sample, facts.timelines, facts.progress)
+    if finding is not None:
+        return from_finding(finding, events, facts, (), layer="mechanism (stack)")
     if cascades:
         return cascade_only(cascades, events, facts, hw_context)
     if hw_context:
