@@ -1,0 +1,91 @@
+"""Mechanisms read after batch38..batch39's first sight: each a family of messages (other
+tools' and versions' wordings of the same failure) with healthy counter-cases, never one log's
+lines (the batches' own logs are scored by test_attr_realworld's floors)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.unit.log_verdict import assert_healthy, assert_mechanism, verdict_of
+
+from trainmedic.core.model import Category, Kind
+
+
+def _cqe_dump(host: str, last_row: str) -> str:
+    """libmlx5's error CQE dump: a header, then 64 bytes as four rows of four words."""
+    zeros = "00000000 00000000 00000000 00000000\n"
+    return f"mlx5: {host}: got completion with error:\n{zeros * 3}{last_row}\n"
+
+
+_FAILURES: dict[str, tuple[str, Category, Kind]] = {
+    # libmlx5's dump names no status: the CQE's syndrome byte does (0x13 remote access, 0x04
+    # local protection: memory registration or queue-pair use, the software stack)
+    "cqe_dump_remote_access": (
+        _cqe_dump("cn041", "00000000 00008813 08031011 0008acd2"),
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
+    "cqe_dump_local_protection": (
+        "[1,3]<stderr>:" + _cqe_dump("gpu-17", "00000000 00005604 0a0004c1 00010bd2"),
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
+    # 0x15 transport retry exceeded, 0x16 RNR retry exceeded: the link or the peer's NIC
+    "cqe_dump_retry_exceeded": (
+        _cqe_dump("node-a3", "00000000 00008115 0a00a2c1 0001a0d2"),
+        Category.NETWORK_HARDWARE,
+        Kind.CRASH,
+    ),
+    "cqe_dump_rnr_retry": (
+        _cqe_dump("hpc12.cluster", "00000000 00001216 08000dd0 0000f1d2"),
+        Category.NETWORK_HARDWARE,
+        Kind.CRASH,
+    ),
+    # Open MPI's openib BTL: the status in capitals with its number
+    "openib_remote_access": (
+        "[[2211,1],4][btl_openib_component.c:3644:handle_wc] from n031 to: n044 error polling "
+        "LP CQ with status REMOTE ACCESS ERROR status number 10 for wr_id 1c8e40 opcode 2  "
+        "vendor error 136 qp_idx 0\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
+    "openib_local_length": (
+        "[[907,1],0][btl_openib_component.c:3497:handle_wc] from c1 to: c2 error polling HP CQ "
+        "with status LOCAL LENGTH ERROR status number 1 for wr_id 9a10 opcode 128  vendor "
+        "error 105 qp_idx 1\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
+    "openib_retry_exceeded": (
+        "[[5397,1],7][btl_openib_component.c:3529:handle_wc] from gpu03 to: gpu11 error "
+        "polling LP CQ with status RETRY EXCEEDED ERROR status number 12 for wr_id 3c7d00 "
+        "opcode 0  vendor error 129 qp_idx 3\n",
+        Category.NETWORK_HARDWARE,
+        Kind.CRASH,
+    ),
+}
+
+_HEALTHY: dict[str, str] = {
+    # a dump cut after its header decodes nothing; rows of zeros outside a dump are no CQE
+    "hex_rows_without_header": "00000000 00000000 00000000 00000000\n" * 4,
+    "openib_poll_success": (
+        "[[2211,1],4] btl_openib: polled CQ with status SUCCESS status number 0 for wr_id 1c8e40\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_FAILURES))
+def test_mechanism_family(tmp_path: Path, name: str) -> None:
+    assert_mechanism(tmp_path, name, _FAILURES[name])
+
+
+@pytest.mark.parametrize("name", sorted(_HEALTHY))
+def test_healthy_counter_case(tmp_path: Path, name: str) -> None:
+    assert_healthy(tmp_path, name, _HEALTHY[name])
+
+
+def test_a_flushed_cqe_names_no_side(tmp_path: Path) -> None:
+    """0x05 (work request flushed) only follows another error: the dump alone is no fabric."""
+    verdict = verdict_of(tmp_path, _cqe_dump("cn7", "00000000 0000f905 08000041 0000d1d2"))
+    assert "cqedump" not in verdict.basis, verdict
