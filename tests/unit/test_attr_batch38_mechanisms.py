@@ -64,9 +64,29 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
         Category.NETWORK_HARDWARE,
         Kind.CRASH,
     ),
+    # the firmware's power-on self-test halting on a drive's self-assessment (before any OS)
+    "post_smart_status_bad": (
+        "Dell PowerEdge R7525\nBIOS Version: 2.14.1\n  INTEL SSDPE2KX040T8\n"
+        "  S.M.A.R.T Status BAD, Backup and Replace.\n  Press F1 to Resume, F2 to Run Setup\n",
+        Category.STORAGE,
+        Kind.CRASH,
+    ),
+    "post_smart_status_colon": (
+        "SATA Port 2: ST4000NM0035-1V4107\nSMART Status: Bad\nPress F1 to continue\n",
+        Category.STORAGE,
+        Kind.CRASH,
+    ),
+    "post_hp_imminent_failure": (
+        "1720-S.M.A.R.T. Hard Drive Detects Imminent Failure\n  Port 1I: Box 1: Bay 3\n",
+        Category.STORAGE,
+        Kind.CRASH,
+    ),
 }
 
 _HEALTHY: dict[str, str] = {
+    "post_smart_status_good": (
+        "  SAMSUNG MZ7LH960\n  S.M.A.R.T Status Good\nSMART Status: OK\nBooting from disk 0\n"
+    ),
     # a dump cut after its header decodes nothing; rows of zeros outside a dump are no CQE
     "hex_rows_without_header": "00000000 00000000 00000000 00000000\n" * 4,
     "openib_poll_success": (
