@@ -81,9 +81,35 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
         Category.STORAGE,
         Kind.CRASH,
     ),
+    # a launcher or autoscaler with no offering for the request: the job is never placed
+    "skypilot_no_resource": (
+        "I 03-02 11:04:51 optimizer.py:1201] No resource satisfying <Cloud>({'H100': 3}) "
+        "on GCP.\n",
+        Category.SCHEDULER,
+        Kind.CRASH,
+    ),
+    "ray_autoscaler_no_node_type": (
+        "(autoscaler +41s) Tip: use `ray status` to view detailed cluster status.\n"
+        "(autoscaler +41s) Error: No available node types can fulfill resource request "
+        "{'GPU': 16.0, 'CPU': 1.0}. Add suitable node types to this cluster to resolve this "
+        "issue.\n",
+        Category.SCHEDULER,
+        Kind.CRASH,
+    ),
+    "dstack_no_offers": (
+        " No matching instance offers available. Possible reasons: "
+        "https://dstack.ai/docs/guides/troubleshooting/#no-offers\n",
+        Category.SCHEDULER,
+        Kind.CRASH,
+    ),
 }
 
 _HEALTHY: dict[str, str] = {
+    "launcher_placed": (
+        "I 03-02 11:04:51 optimizer.py:691] == Optimizer ==\n"
+        "(autoscaler +1m) Adding 2 node(s) of type gpu_worker.\n"
+        "Launching on GCP us-central1 (us-central1-a)\n"
+    ),
     "post_smart_status_good": (
         "  SAMSUNG MZ7LH960\n  S.M.A.R.T Status Good\nSMART Status: OK\nBooting from disk 0\n"
     ),
@@ -103,6 +129,12 @@ def test_mechanism_family(tmp_path: Path, name: str) -> None:
 @pytest.mark.parametrize("name", sorted(_HEALTHY))
 def test_healthy_counter_case(tmp_path: Path, name: str) -> None:
     assert_healthy(tmp_path, name, _HEALTHY[name])
+
+
+def test_an_unplaceable_request_stays_a_guess(tmp_path: Path) -> None:
+    """SkyPilot prints the line per cloud and may launch on another: never above 0.5."""
+    text, _, _ = _FAILURES["skypilot_no_resource"]
+    assert verdict_of(tmp_path, text).confidence < 0.5
 
 
 def test_a_flushed_cqe_names_no_side(tmp_path: Path) -> None:
