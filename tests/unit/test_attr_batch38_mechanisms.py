@@ -102,9 +102,30 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
         Category.SCHEDULER,
         Kind.CRASH,
     ),
+    # libnvidia-container's driver service (its RPC child to the driver) killed on a timeout
+    "nvc_driver_service_forced": (
+        "I0402 10:11:09.100000 811 nvc.c:376] initializing library context (version=1.13.5)\n"
+        "I0402 10:11:09.200000 815 driver.c:101] starting driver rpc service\n"
+        "W0402 10:11:34.210000 811 driver.c:195] terminating driver service (forced)\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
+    "nvc_driver_rpc_timeout": (
+        "docker: Error response from daemon: failed to create shim task: OCI runtime create "
+        "failed: runc create failed: unable to start container process: error during container "
+        "init: error running hook #0: error running hook: exit status 1, stdout: , stderr: "
+        "Auto-detected mode as 'legacy'\ndriver rpc error: timed out: unknown.\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
 }
 
 _HEALTHY: dict[str, str] = {
+    "nvc_clean_shutdown": (
+        "I0402 10:11:09.200000 815 driver.c:101] starting driver rpc service\n"
+        "I0402 10:11:12.000001 811 driver.c:195] terminating driver service\n"
+        "I0402 10:11:12.090000 811 driver.c:235] driver service terminated successfully\n"
+    ),
     "launcher_placed": (
         "I 03-02 11:04:51 optimizer.py:691] == Optimizer ==\n"
         "(autoscaler +1m) Adding 2 node(s) of type gpu_worker.\n"
