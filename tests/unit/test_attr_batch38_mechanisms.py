@@ -118,6 +118,23 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
         Category.SYSTEM_SOFTWARE,
         Kind.CRASH,
     ),
+    # collective timeouts only inside an inference engine's workers: the engine's collectives
+    "engine_ray_worker_timeout": (
+        "(RayWorkerWrapper pid=88121, ip=10.4.0.7) [rank2]:[E ProcessGroupNCCL.cpp:563] "
+        "[Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12004, "
+        "OpType=ALLREDUCE, NumelIn=16384, NumelOut=16384, Timeout(ms)=600000) ran for 600114 "
+        "milliseconds before timing out.\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.HANG,
+    ),
+    "engine_mp_worker_timeout": (
+        "(VllmWorkerProcess pid=4410) [rank1]:[E1104 03:12:55.120000 ProcessGroupNCCL.cpp:616] "
+        "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=903, "
+        "OpType=GATHER, NumelIn=32000, NumelOut=0, Timeout(ms)=600000) ran for 600051 "
+        "milliseconds before timing out.\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.HANG,
+    ),
 }
 
 _HEALTHY: dict[str, str] = {
@@ -156,6 +173,20 @@ def test_an_unplaceable_request_stays_a_guess(tmp_path: Path) -> None:
     """SkyPilot prints the line per cloud and may launch on another: never above 0.5."""
     text, _, _ = _FAILURES["skypilot_no_resource"]
     assert verdict_of(tmp_path, text).confidence < 0.5
+
+
+def test_a_training_job_timeout_alone_stays_the_application(tmp_path: Path) -> None:
+    """The same timeout in a training job's own rank (no engine worker prefix) is still the
+    ranks' code apart, as a guess."""
+    text = (
+        "[rank2]:[E ProcessGroupNCCL.cpp:563] [Rank 2] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=12004, OpType=ALLREDUCE, NumelIn=16384, NumelOut=16384, "
+        "Timeout(ms)=600000) ran for 600114 milliseconds before timing out.\n"
+    )
+    verdict = verdict_of(tmp_path, text)
+    assert verdict.category is Category.APPLICATION, verdict
+    engine, _, _ = _FAILURES["engine_ray_worker_timeout"]
+    assert verdict_of(tmp_path, engine).confidence < 0.5
 
 
 def test_a_flushed_cqe_names_no_side(tmp_path: Path) -> None:
