@@ -110,14 +110,6 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
         Category.SYSTEM_SOFTWARE,
         Kind.CRASH,
     ),
-    "nvc_driver_rpc_timeout": (
-        "docker: Error response from daemon: failed to create shim task: OCI runtime create "
-        "failed: runc create failed: unable to start container process: error during container "
-        "init: error running hook #0: error running hook: exit status 1, stdout: , stderr: "
-        "Auto-detected mode as 'legacy'\ndriver rpc error: timed out: unknown.\n",
-        Category.SYSTEM_SOFTWARE,
-        Kind.CRASH,
-    ),
     # collective timeouts only inside an inference engine's workers: the engine's collectives
     "engine_ray_worker_timeout": (
         "(RayWorkerWrapper pid=88121, ip=10.4.0.7) [rank2]:[E ProcessGroupNCCL.cpp:563] "
@@ -187,6 +179,19 @@ def test_a_training_job_timeout_alone_stays_the_application(tmp_path: Path) -> N
     assert verdict.category is Category.APPLICATION, verdict
     engine, _, _ = _FAILURES["engine_ray_worker_timeout"]
     assert verdict_of(tmp_path, engine).confidence < 0.5
+
+
+def test_a_driver_service_timeout_stays_a_guess(tmp_path: Path) -> None:
+    """A GPU that stopped answering times the runtime's driver service out too: never above
+    0.5, and the runtime's line yields to the GPU's own ERR! row printed right below it."""
+    text, _, _ = _FAILURES["nvc_driver_service_forced"]
+    assert verdict_of(tmp_path, text).confidence < 0.5
+    smi = (
+        "|   0  ERR!                On   | 00000000:19:00.0 Off |                 ERR! |\n"
+        "|ERR!  ERR! ERR!    ERR! / ERR! |      0MiB / 46068MiB |    ERR!      Default |\n"
+    )
+    verdict = verdict_of(tmp_path, text + smi)
+    assert verdict.category is Category.GPU_HARDWARE, verdict
 
 
 def test_a_flushed_cqe_names_no_side(tmp_path: Path) -> None:
