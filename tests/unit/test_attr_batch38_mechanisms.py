@@ -127,6 +127,30 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
         Category.SYSTEM_SOFTWARE,
         Kind.HANG,
     ),
+    # the AWS SDK for C++ (pyarrow, TensorFlow, Arrow) failing the transfer itself
+    "pyarrow_s3_network": (
+        "Traceback (most recent call last):\n"
+        '  File "pyarrow/_fs.pyx", line 1185, in pyarrow._fs.FileSystem.open_input_stream\n'
+        "OSError: When reading information for key 'shards/part-00017.parquet' in bucket "
+        "'corpus': AWS Error NETWORK_CONNECTION during HeadObject operation: curlCode: 28, "
+        "Timeout was reached\n",
+        Category.STORAGE,
+        Kind.CRASH,
+    ),
+    "arrow_s3_unavailable": (
+        "pyarrow.lib.ArrowIOError: When reading information for key 'x' in bucket 'y': AWS "
+        "Error SERVICE_UNAVAILABLE during GetObject operation: Service Unavailable\n",
+        Category.STORAGE,
+        Kind.CRASH,
+    ),
+    # a Ray Data read operator's task raising an I/O error: reading the dataset failed
+    "ray_data_read_parquet_oserror": (
+        "Traceback (most recent call last):\n"
+        "ray.exceptions.RayTaskError(OSError): ray::ReadParquet->SplitBlocks(4)() (pid=4121, "
+        "ip=10.0.12.9)\n",
+        Category.STORAGE,
+        Kind.CRASH,
+    ),
 }
 
 _HEALTHY: dict[str, str] = {
@@ -192,6 +216,26 @@ def test_a_driver_service_timeout_stays_a_guess(tmp_path: Path) -> None:
     )
     verdict = verdict_of(tmp_path, text + smi)
     assert verdict.category is Category.GPU_HARDWARE, verdict
+
+
+def test_a_credential_refusal_is_not_the_store_failing(tmp_path: Path) -> None:
+    """ACCESS_DENIED is the job's credentials or policy, not the transfer: not this entry."""
+    verdict = verdict_of(
+        tmp_path,
+        "OSError: When getting information for key 'ckpt' in bucket 'runs': AWS Error "
+        "ACCESS_DENIED during HeadObject operation: No response body.\n",
+    )
+    assert "remote_fs_client_failed" not in verdict.basis, verdict
+
+
+def test_a_value_error_in_a_read_task_is_no_storage(tmp_path: Path) -> None:
+    """A fused map's own exception (ValueError) is the user's code, not the read."""
+    verdict = verdict_of(
+        tmp_path,
+        "ray.exceptions.RayTaskError(ValueError): ray::ReadParquet->MapBatches(tok)() "
+        "(pid=811, ip=172.31.9.4)\n",
+    )
+    assert verdict.category is not Category.STORAGE, verdict
 
 
 def test_a_flushed_cqe_names_no_side(tmp_path: Path) -> None:
