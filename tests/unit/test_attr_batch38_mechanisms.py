@@ -151,9 +151,30 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
         Category.STORAGE,
         Kind.CRASH,
     ),
+    # a launcher failing its own set-up of the nodes: the provisioner's exception below it is
+    # the launcher's, not the job's
+    "skypilot_runtime_setup": (
+        "⚙︎ Launching on AWS us-east-1 (us-east-1a)\n"
+        "⨯ Failed to set up SkyPilot runtime on cluster.  View logs: sky api logs -l "
+        "sky-2025-03-01-08-00-00-000001/provision.log\n"
+        "AssertionError: head node ip should not be None\n",
+        Category.SCHEDULER,
+        Kind.CRASH,
+    ),
+    "ray_launcher_update_failed": (
+        "2024-05-02 10:11:12,001 INFO updater.py:374 -- NodeUpdater: i-0ab12 (10.0.1.4): Error "
+        "executing: Command failed. New status: update-failed\n"
+        "Failed to setup head node.\n",
+        Category.SCHEDULER,
+        Kind.CRASH,
+    ),
 }
 
 _HEALTHY: dict[str, str] = {
+    "launcher_set_up": (
+        "✓ SkyPilot runtime is up.\n"
+        "2024-05-02 10:11:12,001 INFO updater.py:374 -- New status: up-to-date\n"
+    ),
     "nvc_clean_shutdown": (
         "I0402 10:11:09.200000 815 driver.c:101] starting driver rpc service\n"
         "I0402 10:11:12.000001 811 driver.c:195] terminating driver service\n"
