@@ -83,8 +83,7 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
     ),
     # a launcher or autoscaler with no offering for the request: the job is never placed
     "skypilot_no_resource": (
-        "I 03-02 11:04:51 optimizer.py:1201] No resource satisfying <Cloud>({'H100': 3}) "
-        "on GCP.\n",
+        "I 03-02 11:04:51 optimizer.py:1201] No resource satisfying <Cloud>({'H100': 3}) on GCP.\n",
         Category.SCHEDULER,
         Kind.CRASH,
     ),
