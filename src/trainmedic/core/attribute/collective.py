@@ -215,6 +215,15 @@ TIMEOUTS_ALONE_CONFIDENCE = 0.3
 """A guess: below the stop threshold, so the job is restarted, never stopped or drained by it."""
 
 
+# The worker processes of an inference engine, by the prefix its launcher gives their lines:
+# vLLM's Ray actors (RayWorkerVllm up to 0.3, RayWorkerWrapper from 0.4), its multiprocessing
+# workers (VllmWorkerProcess) and V1's (VllmWorker rank=N, EngineCore_N / EngineCore_DPn).
+_ENGINE_WORKER = re.compile(
+    r"\((?:RayWorkerVllm|RayWorkerWrapper|VllmWorkerProcess|VllmWorker|EngineCore_\w+)\b"
+    r"[^)]*\bpid=\d+"
+)
+
+
 def timeouts_alone(cascades: Sequence[Event]) -> PhaseFinding | None:
     """Every cascade is a collective timeout and nothing else failed: no peer's error, no
     network or hardware line, no rank's report telling who waited where. Most such timeouts
@@ -223,6 +232,18 @@ def timeouts_alone(cascades: Sequence[Event]) -> PhaseFinding | None:
     read before this. A guess, said as one."""
     if not cascades or any(e.signature not in COLLECTIVE_TIMEOUTS for e in cascades):
         return None
+    if all(_ENGINE_WORKER.search(e.text) for e in cascades):
+        # the engine, not the user, issues every collective its workers make (tensor-parallel
+        # all-reduces, gathers of logits): their hang is the engine's own stack, its custom
+        # all-reduce or its scheduling of the workers
+        return PhaseFinding(
+            Category.SYSTEM_SOFTWARE,
+            Kind.HANG,
+            TIMEOUTS_ALONE_CONFIDENCE,
+            "collective timeouts and nothing else, all in an inference engine's worker "
+            "processes: the engine issues those collectives, not the user's code (a guess, "
+            "restart)",
+        )
     return PhaseFinding(
         Category.APPLICATION,
         Kind.HANG,

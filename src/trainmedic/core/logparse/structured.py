@@ -52,6 +52,7 @@ class BlockParser(Protocol):
 
 def _parsers() -> list[BlockParser]:
     # Imported here: each parser module imports Finding from this one.
+    from trainmedic.core.logparse.cqedump import CqeDumpParser
     from trainmedic.core.logparse.gpuprocs import GpuProcessParser
     from trainmedic.core.logparse.ibstat import IbstatParser
     from trainmedic.core.logparse.ipmi import SelParser
@@ -79,6 +80,7 @@ def _parsers() -> list[BlockParser]:
         LinkStateParser(),
         NvlinkStatusParser(),
         GpuProcessParser(),
+        CqeDumpParser(),
     ]
 
 
