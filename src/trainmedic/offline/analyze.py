@@ -143,7 +143,7 @@ def _combine(
 ) -> AnalysisResult:
     # The live engine combines and attributes its scans the same way (one verdict per lines).
     evidence = combine_scans(scans, since)
-    facts = replace(evidence.facts, text=text if learned else (), sample=text)
+    facts = replace(evidence.facts, text=text, learned=learned)
     verdict = attribute(evidence.events, facts=facts)
     return AnalysisResult(
         source=source,

@@ -39,12 +39,13 @@ class JobFacts:
     collectives: CollectiveTrace | None = None
     # Thread stack dumps (faulthandler, py-spy): where a process waited when someone looked.
     stack_dumps: tuple[StackDump, ...] = ()
-    # A bounded sample of the input's lines (head and tail of each file): the learned evidence
-    # layer reads their words (``learned.py``); empty, it stays silent.
+    # A bounded sample of the input's lines (head and tail of each file): the mechanisms that
+    # read whole lines (``version_ab.py``, ``net_plugin.py``) and the learned evidence layer
+    # (``learned.py``) read it; empty, they stay silent.
     text: tuple[str, ...] = ()
-    # The same sample for the rule mechanisms that read whole lines (``version_ab.py``): given
-    # even when the learned layer is off (``analyze_path(learned=False)``, crossval's rules).
-    sample: tuple[str, ...] = ()
+    # Whether the learned layer may read ``text`` (off: ``analyze_path(learned=False)``,
+    # crossval's rules alone, which still run the line mechanisms).
+    learned: bool = True
     # Nodes whose kernel log was read for the job (even empty): the kernel logs every kill its
     # OOM killer makes, so no OOM record there rules the OOM killer out for that node.
     kernel_logs: frozenset[str] = frozenset()

@@ -14,7 +14,7 @@ cannot show that the plugin was what stalled.
 
 Every host on the same side (all internal, all external), one host alone, a host that said both
 (a plugin that loaded and then fell back), or a job that connected its rings or trained is no
-finding. Reads the line sample ``analyze`` passes (``JobFacts.sample``).
+finding. Reads the line sample ``analyze`` passes (``JobFacts.text``).
 """
 
 from __future__ import annotations

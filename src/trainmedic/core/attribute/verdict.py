@@ -117,7 +117,7 @@ def attribute(events: Sequence[Event], *, facts: JobFacts | None = None) -> Verd
     if verdict.failure and verdict.category is Category.UNKNOWN:
         verdict = _named_by_evidence(verdict, facts)
     # Layer 4, only where the others said nothing sure (unknown, no failure): a guess.
-    return learned_fallback(verdict, facts.text)
+    return learned_fallback(verdict, facts.text) if facts.learned else verdict
 
 
 def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
@@ -149,12 +149,12 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
         return from_root(strong_context[0], events, facts, confidence_cap=0.6)
     # The same run failing with one version of a component and passing with another: the
     # version is the variable shown, more telling than timeouts or unnamed failure lines.
-    finding = version_regression(facts.sample)
+    finding = version_regression(facts.text)
     if finding is not None:
         return from_finding(finding, events, facts, (), layer="mechanism (version)")
     # Hosts that loaded different NCCL network plugins: a stack on part of the nodes, which a
     # timeout among the cascades would only show as a wait.
-    finding = mixed_net_plugins(facts.sample, facts.timelines, facts.progress)
+    finding = mixed_net_plugins(facts.text, facts.timelines, facts.progress)
     if finding is not None:
         return from_finding(finding, events, facts, (), layer="mechanism (stack)")
     if cascades:

@@ -11,7 +11,7 @@ evidence layer's confidence: the other variables of the two runs are not in the 
 Only named platform components count (``COMPONENTS``): a job's own program run at two commits
 says nothing about the stack. Rows of one outcome only, two components each with one outcome,
 or one version both failing and passing are no finding. Reads the sample of the input's lines
-``analyze`` passes (``JobFacts.sample``); the live engine passes none and the mechanism is silent.
+``analyze`` passes (``JobFacts.text``); the live engine passes none and the mechanism is silent.
 """
 
 from __future__ import annotations
