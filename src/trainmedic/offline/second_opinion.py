@@ -22,20 +22,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainmedic.core.attribute.learned import (
-    GUESS_BELOW,
-    OVERRULE_SHARE,
-    LearnedModel,
-    failure_guess,
-)
-from trainmedic.core.attribute.learned_text import features
-from trainmedic.core.model import Category
+from trainmedic.core.attribute.learned import LearnedModel, apply_learned
+from trainmedic.core.model import Category, Kind, Verdict
 from trainmedic.offline.evaluate import format_rate
 from trainmedic.offline.first_sight import BatchFirstSight, Scored, load
 from trainmedic.offline.train_evidence import LabelledLog, build, load_corpus
 
 MIN_PRIOR = 10
-_NOT_OVERRULED = (str(Category.UNKNOWN), "none")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,16 +39,17 @@ class Replayed:
 
 
 def second_opinion(row: Scored, lines: Sequence[str], model: LearnedModel) -> str:
-    """What ``apply_learned`` would have made of the recorded first-sight verdict ``row``."""
-    if row.predicted in _NOT_OVERRULED or row.confidence is None or row.confidence >= GUESS_BELOW:
+    """What ``apply_learned`` makes of the recorded first-sight verdict ``row``."""
+    if row.predicted == "none" or row.confidence is None:
         return row.predicted
-    guess = failure_guess(model, features(lines))
-    if guess is None:
-        return row.predicted
-    best, share = guess
-    if best in (str(Category.UNKNOWN), row.predicted) or share <= OVERRULE_SHARE:
-        return row.predicted
-    return best
+    recorded = Verdict(
+        failure=True,
+        kind=Kind.CRASH,
+        category=Category(row.predicted),
+        confidence=row.confidence,
+        basis="recorded first sight",
+    )
+    return str(apply_learned(recorded, lines, model, second_opinion=True).category)
 
 
 def replay(root: Path, min_prior: int = MIN_PRIOR) -> list[Replayed]:

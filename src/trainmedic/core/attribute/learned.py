@@ -96,7 +96,7 @@ def packaged_model() -> LearnedModel:
     return LearnedModel.from_json(json.loads(text.read_text("utf-8")))
 
 
-def failure_guess(model: LearnedModel, feats: frozenset[str]) -> tuple[str, float] | None:
+def _failure_guess(model: LearnedModel, feats: frozenset[str]) -> tuple[str, float] | None:
     """The likeliest failure class and its probability among the failure classes."""
     post = model.text.posterior(feats)
     failure = {c: p for c, p in post.items() if c != HEALTHY}
@@ -151,7 +151,7 @@ def apply_learned(
     if not (unnamed or guessed or (call_failures and not verdict.failure)):
         return verdict
     feats = features(lines)
-    guess = failure_guess(model, feats)
+    guess = _failure_guess(model, feats)
     if guess is None:
         return verdict
     best, share = guess
