@@ -3,7 +3,7 @@
 Below the catalogue, the mechanisms and the hand-written evidence cues, a classifier trained on
 the labelled real logs (``learned_model.py`` over ``learned_text.py``'s features; the weights
 are data, ``learned_model.json``, written by ``python -m trainmedic.offline.train_evidence``)
-reads the log's words. It is used in two places only:
+reads the log's words. It is used in these places only:
 
 * a failure the layers could not name (category unknown) because its lines are unknown to
   every rule (the evidence layer's unnamed failure lines, or teardown noise alone) gets the
@@ -13,7 +13,10 @@ reads the log's words. It is used in two places only:
 * a log the layers found no failure in is called a failure only when its words are more a
   failure's than those of any healthy log of the training sets were, each scored by a model
   that never saw its set (``failure_above``, chosen by leave-one-set-out cross-validation);
-  off by default (``CALL_FAILURES``, see there).
+  off by default (``CALL_FAILURES``, see there);
+* a failure the layers named only as a guess (under ``GUESS_BELOW``) is renamed when the
+  classifier reads another failure class by a majority; off (``SECOND_OPINION``, see there,
+  and its replay in ``offline/second_opinion.py``).
 
 Its verdicts are guesses: confidence at most ``LEARNED_CONFIDENCE`` (under the policy's stop
 threshold: restart, never stop or drain), no node implicated, and the basis says
