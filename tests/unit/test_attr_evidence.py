@@ -37,6 +37,11 @@ def test_every_cue_matches_its_examples_and_not_its_counter_examples(cue: Cue) -
         "panic: runtime error: invalid memory address",
         "no space left on device while writing shard 3",
         "No CUDA GPUs are available: job failed",
+        # an option named in the advice of a failure line does not make the line healthy
+        "ERROR store.py:42 -- Could not upload the checkpoint; consider raising upload_timeout",
+        "ssh: connect to host gpu-7 port 22: No route to host",
+        "Config space reset not completed for device 0!",
+        "The accelerator did not come back after the reset",
     ],
 )
 def test_failure_words_are_evidence(line: str) -> None:
@@ -52,6 +57,8 @@ def test_failure_words_are_evidence(line: str) -> None:
         "/opt/lib/python3.10/site-packages/x.py:12: UserWarning: failed to load image backend",
         "[INFO] retrying after a transient error",
         "  error_file: <N/A>",
+        "  restart_policy: on_error_retry",
+        "[INFO] Could not find the optional network plugin; using the internal one",
         "Launching with --nccl-timeout 1800 and timeout=600",
         "0 errors, 0 failures",
         "checking inputs: no ValueError raised",

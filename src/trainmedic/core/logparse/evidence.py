@@ -42,7 +42,8 @@ _WORDS = re.compile(
     r"|Traceback|[Cc]ancel|CANCEL|[Ee]vict|[Pp]reempt|PREEMPT|[Ee]xit code|[Ee]xit status"
     r"|[Ee]xitcode|[Rr]eturn code|SIG(?:KILL|TERM|ABRT|SEGV|BUS|HUP|INT|ILL|FPE)|[Ss]ignal \d"
     r"|WTERMSIG|[Dd]eadlock|[Hh]ung task|[Nn]ot responding|NOT_RESPONDING|[Uu]nreachable"
-    r"|[Nn]ot found|[Dd]enied"
+    r"|[Nn]ot found|[Dd]enied|[Cc]ould not |[Cc]ouldn't |COULD NOT |[Nn]o route to host"
+    r"|\b(?:not|never) (?:completed?|finished)\b|did not (?:complete|finish|come back|respond)"
     r"|[Rr]efused|[Cc]annot |[Cc]an't |[Uu]nable to|[Ii]nvalid|[Ii]llegal|[Mm]ismatch|[Cc]rash"
     r"|[Dd]ied\b|\b[Dd]ead\b|[Tt]erminat|TERMINAT|\bOOM|[Oo]ut of memory|[Uu]nhealthy|NotReady"
     r"|[Cc]ritical|CRITICAL|[Cc]orrupt|\b[Ll]ost\b|\b(?:[Dd]own|DOWN)\b|[Ss]tuck|\b[Hh]ung\b"
@@ -84,7 +85,9 @@ FAST_WORDS = (
     "exit code", "exit status", "exitcode", "return code", "sigkill", "sigterm", "sigabrt",
     "sigsegv", "sigbus", "sighup", "sigint", "sigill", "sigfpe", "signal ", "wtermsig",
     "deadlock", "hung", "not responding", "unreachable", "not found", "denied", "refused",
-    "cannot ", "can't ", "unable to", "invalid", "illegal", "mismatch", "crash", "died", "dead",
+    "cannot ", "can't ", "could not ", "couldn't ", "no route to host", "not complete",
+    "never complete", "not finish", "never finish", "did not come back", "did not respond",
+    "unable to", "invalid", "illegal", "mismatch", "crash", "died", "dead",
     "terminat", "oom", "out of memory", "unhealthy", "notready", "critical", "corrupt", "lost",
     "down", "stuck", "hanging", "no space left", "quota", "i/o error",
     "uncorrectable", "unrecoverable", "redundancy lost", "overtemp", "over temp", "over-temp",
@@ -128,8 +131,6 @@ _NOT_FAILURE = re.compile(
     r"|\b(?:exit ?code|exit status|exitcode|return ?code|returncode|rc)[\"']?\s*[:=]?\s*"
     r"0\b(?![.,]\d)"
     r"|\bSUCCEEDED\b|\bstate[\"']?\s*[:=]\s*[\"']?(?:succeeded|completed|success)\b"
-    r"|error_file|on_error|(?<![a-z])errors=|error_handler|_timeout\b|timeout_|\btimeout\s*[=:]\s*\d"
-    r"|raise_on|fail_on|fault.?toleran|auto.?requeue|--\w*(?:timeout|error|fail)\w*"
     r"|\bif\b.*\b(?:fail|error)|will be (?:killed|terminated) (?:after|if)|Exception ignored in"
     # metrics named after errors ("valid ErrorRate: 2.5e-02", "top-1 error 23.4", "err_rate=0.1")
     r"|(?-i:[Ee]rr(?:or)?)[ _-]?(?:rate|ratio|pct|%)\w*[\"']?\s*[:=]?\s*[-+]?\.?\d"
@@ -193,6 +194,15 @@ _NOT_FAILURE = re.compile(
     # a command someone typed (a shell prompt, the Python REPL): input, not what happened
     r"|^\s*(?:\$|[\w.-]+@[\w.-]+:\S*[$#]|>>>)\s+\S"
 )
+# Option and setting names built from failure words ("error_file", "sync_timeout",
+# "--max-failures", "timeout=1800"): masked out of the line before the failure words are looked
+# for, not a veto on the line, so that "ERROR ... could not upload checkpoint ... increase
+# sync_timeout" stays evidence while "error_file: <N/A>" alone is none.
+_OPTION_NAME = re.compile(
+    r"(?i)\w*error_file\w*|\w*on_error\w*|(?<![a-z])errors=|\w*error_handler\w*|\w*_timeout\b"
+    r"|\btimeout_\w*|\btimeout\s*[=:]\s*\d|\w*raise_on\w*|\w*fail_on\w*|\w*fault.?toleran\w*"
+    r"|\w*auto.?requeue\w*|--[\w-]*(?:timeout|error|fail)[\w-]*"
+)
 # Traceback frames, C++ frames, rich panels, and "#" comment lines (benchmark table headers
 # such as nccl-tests' "... busbw  error" column row).
 _FRAME = re.compile(r'^\s*(?:File "|frame #\d+:|at \S+\(|#\d+ 0x|\d+ │|│|#)')
@@ -222,7 +232,8 @@ def may_be_evidence(raw: bytes) -> bool:
 
 def is_failure_text(body: str) -> bool:
     """Whether a message (prefix removed) is failure evidence (see the module docstring)."""
-    if _WORDS.search(body) is None and not names_a_state(body):
+    words = _OPTION_NAME.sub(" ", body)
+    if _WORDS.search(words) is None and not names_a_state(body):
         return False
     if is_listing_row(body) or is_header_row(body):
         return False
