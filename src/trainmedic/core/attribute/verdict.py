@@ -48,6 +48,7 @@ from trainmedic.core.attribute.rules import refine_with_support
 from trainmedic.core.attribute.stuck import rendezvous_never_completed, stuck_in_stack_dump
 from trainmedic.core.attribute.timeline import loss_diverged, stalled_while_running
 from trainmedic.core.attribute.unfinished import allocation_never_granted, traceback_cut
+from trainmedic.core.attribute.untrained_links import untrained_link_reports
 from trainmedic.core.attribute.verdict_build import from_finding, from_root, noise
 from trainmedic.core.attribute.verdict_cascades import cascade_only, teardown_only
 from trainmedic.core.attribute.version_ab import version_regression
@@ -121,8 +122,15 @@ def attribute(events: Sequence[Event], *, facts: JobFacts | None = None) -> Verd
 
 
 def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
+    # NVLink reported down from link 0 up on a GPU: links that never came up (no bridge),
+    # the node's inventory rather than a fault (``untrained_links.py``).
+    untrained = untrained_link_reports(events)
     primaries = [
-        e for e in events if e.role is Role.PRIMARY and not _survived(e, facts.progress_after)
+        e
+        for e in events
+        if e.role is Role.PRIMARY
+        and id(e) not in untrained
+        and not _survived(e, facts.progress_after)
     ]
     cascades = [e for e in events if e.role is Role.CASCADE]
     if primaries:
