@@ -340,3 +340,62 @@ def test_every_link_of_a_gpu_down_is_links_that_never_came_up(tmp_path: Path, te
 def test_links_lost_in_service_stay_the_gpu(tmp_path: Path, incidents: tuple[str, ...]) -> None:
     verdict = verdict_of(tmp_path, _dcgm_health(*incidents))
     assert verdict.category is Category.GPU_HARDWARE, verdict
+
+
+def _claims(world: int, ranks: list[int], wording: str = "initializing ddp") -> str:
+    return "".join(f"{wording}: GLOBAL_RANK: {r}, MEMBER: {r + 1}/{world}\n" for r in ranks)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # two nodes of four GPUs that both computed ranks 0-3 of a world of 8
+        _claims(8, [0, 0, 1, 1, 2, 2, 3, 3]),
+        # newer Lightning wording, two nodes of two GPUs, interleaved
+        "GPU available: True (cuda), used: True\n"
+        + _claims(4, [1, 0, 0, 1], "Initializing distributed"),
+    ],
+)
+def test_one_rank_claimed_twice_is_the_launch(tmp_path: Path, text: str) -> None:
+    """Every node computed the same ranks: the allocation differs from what the trainer was
+    told; the group waits for ranks nobody holds."""
+    verdict = verdict_of(tmp_path, text)
+    assert verdict.category is Category.SCHEDULER and verdict.kind is Kind.HANG, verdict
+    assert verdict.confidence < 0.5
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # one launch, every rank once
+        _claims(4, [0, 2, 1, 3]),
+        # a restart: every rank claimed, then claimed again
+        _claims(4, [0, 1, 2, 3]) + "Restarting...\n" + _claims(4, [0, 1, 2, 3]),
+    ],
+)
+def test_every_rank_claimed_is_no_duplicate(tmp_path: Path, text: str) -> None:
+    assert "claimed twice" not in verdict_of(tmp_path, text).basis
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: Index file /tmp/tmpab12cd_9/train/index.json took too long to download, "
+        "bailing out: 60.000 < 60.001 sec.",
+        "TimeoutError: Timed out waiting for file /var/tmp/tmpz0y9x8w7/shard.00001.mds",
+    ],
+)
+def test_a_wait_in_a_private_tempdir_is_the_library(tmp_path: Path, line: str) -> None:
+    verdict = verdict_of(tmp_path, line + "\n")
+    assert verdict.category is Category.SYSTEM_SOFTWARE, verdict
+    assert verdict.confidence < 0.5
+
+
+def test_a_wait_in_a_named_cache_is_no_private_tempdir(tmp_path: Path) -> None:
+    """A cache directory the job named is shared as intended: a slow download, not this."""
+    verdict = verdict_of(
+        tmp_path,
+        "RuntimeError: Index file /local/cache/train/index.json took too long to download, "
+        "bailing out: 60.000 < 60.003 sec.\n",
+    )
+    assert "private_tempdir" not in verdict.basis, verdict

@@ -32,6 +32,7 @@ from trainmedic.core.attribute.bench_copies import benchmark_copies
 from trainmedic.core.attribute.blocked import blocked_task, waiting_stack
 from trainmedic.core.attribute.collective import nccl_trace_desync
 from trainmedic.core.attribute.culprit import find_culprit, first_real_failure
+from trainmedic.core.attribute.duplicate_ranks import ranks_claimed_twice
 from trainmedic.core.attribute.evidence import EvidenceFinding, read_evidence
 from trainmedic.core.attribute.facts import JobFacts
 from trainmedic.core.attribute.learned import learned_fallback
@@ -192,6 +193,11 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
     finding = nccl_trace_desync(facts.collectives)
     if finding is not None:
         return from_finding(finding, events, facts, (), layer="mechanism (collective)")
+    # One global rank claimed by two processes, others by none: the launch gave every node
+    # the same ranks (``duplicate_ranks.py``), which says more than where the log stopped.
+    finding = ranks_claimed_twice(facts.text)
+    if finding is not None:
+        return from_finding(finding, events, facts, (), layer="mechanism (launch)")
     # NCCL saying it connected all rings/trees means its setup finished: not stuck inside it.
     connected = any(t.nccl_connected for t in facts.timelines)
     # Only NCCL's opening lines (version, environment, interface choice): a start, not a wait.
