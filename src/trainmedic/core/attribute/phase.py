@@ -36,7 +36,8 @@ nothing at all), so each verdict here is of low confidence:
 * **stuck in NCCL setup**: the log ends among NCCL's own setup lines (NCCL_DEBUG=INFO output),
   the communicator never reported "Init COMPLETE", no step and no error: the ranks could not
   finish connecting (peer-to-peer, IOMMU, the network interface NCCL picked): the platform's
-  configuration again, with less certainty.
+  configuration again, with less certainty. Not when a channel had already connected over
+  the network with no NCCL warning or error trace: what could not connect did connect.
 """
 
 from __future__ import annotations
@@ -160,6 +161,11 @@ def stuck_in_nccl_setup(progress: ProgressSummary | None) -> PhaseFinding | None
     if progress is None or not progress.nccl_setup_seen or progress.reports > 0:
         return None
     if progress.init_complete_line is not None or progress.meaningful_after_nccl > 3:
+        return None
+    if progress.nccl_net_connected_clean:
+        # A channel already connected between the nodes with no warning and no error trace:
+        # the bootstrap, the topology exchange and the network worked; a log ending while
+        # the channels connect is an excerpt of a start, not a start that stalled.
         return None
     return PhaseFinding(
         Category.SYSTEM_SOFTWARE,

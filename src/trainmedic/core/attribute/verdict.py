@@ -32,6 +32,7 @@ from trainmedic.core.attribute.bench_copies import benchmark_copies
 from trainmedic.core.attribute.blocked import blocked_task, waiting_stack
 from trainmedic.core.attribute.collective import nccl_trace_desync
 from trainmedic.core.attribute.culprit import find_culprit, first_real_failure
+from trainmedic.core.attribute.duplicate_ranks import ranks_claimed_twice
 from trainmedic.core.attribute.evidence import EvidenceFinding, read_evidence
 from trainmedic.core.attribute.facts import JobFacts
 from trainmedic.core.attribute.learned import learned_fallback
@@ -48,6 +49,7 @@ from trainmedic.core.attribute.rules import refine_with_support
 from trainmedic.core.attribute.stuck import rendezvous_never_completed, stuck_in_stack_dump
 from trainmedic.core.attribute.timeline import loss_diverged, stalled_while_running
 from trainmedic.core.attribute.unfinished import allocation_never_granted, traceback_cut
+from trainmedic.core.attribute.untrained_links import untrained_link_reports
 from trainmedic.core.attribute.verdict_build import from_finding, from_root, noise
 from trainmedic.core.attribute.verdict_cascades import cascade_only, teardown_only
 from trainmedic.core.attribute.version_ab import version_regression
@@ -121,8 +123,15 @@ def attribute(events: Sequence[Event], *, facts: JobFacts | None = None) -> Verd
 
 
 def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
+    # NVLink reported down from link 0 up on a GPU: links that never came up (no bridge),
+    # the node's inventory rather than a fault (``untrained_links.py``).
+    untrained = untrained_link_reports(events)
     primaries = [
-        e for e in events if e.role is Role.PRIMARY and not _survived(e, facts.progress_after)
+        e
+        for e in events
+        if e.role is Role.PRIMARY
+        and id(e) not in untrained
+        and not _survived(e, facts.progress_after)
     ]
     cascades = [e for e in events if e.role is Role.CASCADE]
     if primaries:
@@ -184,6 +193,11 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
     finding = nccl_trace_desync(facts.collectives)
     if finding is not None:
         return from_finding(finding, events, facts, (), layer="mechanism (collective)")
+    # One global rank claimed by two processes, others by none: the launch gave every node
+    # the same ranks (``duplicate_ranks.py``), which says more than where the log stopped.
+    finding = ranks_claimed_twice(facts.text)
+    if finding is not None:
+        return from_finding(finding, events, facts, (), layer="mechanism (launch)")
     # NCCL saying it connected all rings/trees means its setup finished: not stuck inside it.
     connected = any(t.nccl_connected for t in facts.timelines)
     # Only NCCL's opening lines (version, environment, interface choice): a start, not a wait.

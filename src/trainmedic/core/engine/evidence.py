@@ -145,6 +145,9 @@ def merge_progress(parts: Sequence[ProgressSummary]) -> ProgressSummary:
         meaningful_after_init=max((p.meaningful_after_init for p in init_lines), default=0),
         nccl_setup_seen=any(p.nccl_setup_seen for p in parts),
         nccl_setup_before_warning=any(p.nccl_setup_before_warning for p in parts),
+        # clean only when every file that set NCCL up connected with no trouble
+        nccl_net_connected_clean=any(p.nccl_net_connected_clean for p in parts)
+        and all(p.nccl_net_connected_clean for p in parts if p.nccl_setup_seen),
         meaningful_after_nccl=max(
             (p.meaningful_after_nccl for p in parts if p.nccl_setup_seen), default=0
         ),

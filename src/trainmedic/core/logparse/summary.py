@@ -24,3 +24,8 @@ class ProgressSummary:
     nccl_setup_seen: bool = False
     meaningful_after_nccl: int = 0
     nccl_setup_before_warning: bool = False  # NCCL INFO setup lines preceded its first WARN
+    # A channel connected over the network transport ("... via NET/IB/0") while NCCL printed
+    # no WARN and no error return trace ("init.cc:815 -> 1"): the bootstrap, the topology
+    # exchange and a connection between the nodes worked ("Connected all rings" is the
+    # timeline's nccl_connected).
+    nccl_net_connected_clean: bool = False

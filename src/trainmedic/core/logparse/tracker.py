@@ -20,6 +20,8 @@ from trainmedic.core.logparse.progress import ProgressLine, is_not_a_step, parse
 from trainmedic.core.logparse.summary import ProgressSummary
 
 _WORDED = re.compile(r"[A-Za-z]")
+# NCCL's error return trace: "init.cc:815 -> 1", "misc/group.cc:69 -> 1 [Async thread]"
+_NCCL_RETURN_TRACE = re.compile(r"\.cc:\d+ -> [1-9]\d*\b")
 
 
 def _not_a_step(text: str) -> bool:
@@ -56,7 +58,9 @@ class ProgressTracker:
         "init_line",
         "last_candidates",
         "nccl_info_first",
+        "nccl_net_connected",
         "nccl_seen",
+        "nccl_trouble",
         "nccl_warn_seen",
         "reports",
         "screen",
@@ -78,6 +82,8 @@ class ProgressTracker:
         self.after_nccl = 0
         self.nccl_info_first = False  # NCCL INFO (setup) lines came before any NCCL WARN
         self.nccl_warn_seen = False
+        self.nccl_net_connected = False  # a channel connected "via NET/..."
+        self.nccl_trouble = False  # a WARN or an error return trace
 
     def observe(self, line_no: int, text: str) -> None:
         # Chained ``in`` tests: the cheapest way CPython has to reject the common line.
@@ -113,9 +119,13 @@ class ProgressTracker:
         if "NCCL INFO" in text or "NCCL WARN" in text:
             self.nccl_seen, self.after_nccl = True, 0
             if "NCCL WARN" in text:
-                self.nccl_warn_seen = True
+                self.nccl_warn_seen = self.nccl_trouble = True
             elif not self.nccl_warn_seen:
                 self.nccl_info_first = True
+            if " -> " in text and _NCCL_RETURN_TRACE.search(text):
+                self.nccl_trouble = True
+            elif "via NET/" in text:
+                self.nccl_net_connected = True
         elif self.nccl_seen and self.after_nccl <= 3 and text.strip():
             self.after_nccl += 1
         if (
@@ -150,5 +160,6 @@ class ProgressTracker:
             meaningful_after_init=self.after_init,
             nccl_setup_seen=self.nccl_seen,
             nccl_setup_before_warning=self.nccl_info_first,
+            nccl_net_connected_clean=self.nccl_net_connected and not self.nccl_trouble,
             meaningful_after_nccl=self.after_nccl,
         )
