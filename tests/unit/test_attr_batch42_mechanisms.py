@@ -151,6 +151,13 @@ _HEALTHY: dict[str, str] = {
         "GPUs are supported in Autopilot clusters running GKE version 1.29 and later.\n"
         "Created Autopilot cluster ml-train in us-central1\n"
     ),
+    # Autopilot's mutating webhook adjusting a spec it admits
+    "autopilot_defaulted_resources": (
+        "Warning: autopilot-default-resources-mutator:Autopilot updated RayCluster "
+        "default/rc: defaulted unspecified 'memory' resource for containers [ray-head] (see "
+        "http://g.co/gke/autopilot-defaults).\n"
+        "raycluster.ray.io/rc created\n"
+    ),
     "launcher_up": (
         "I 02-27 08:18:29 cloud_vm_ray_backend.py:682] Launching on Azure eastus ()\n"
         "I 02-27 08:22:41 cloud_vm_ray_backend.py:1023] Successfully provisioned or found "
