@@ -1,4 +1,4 @@
-"""Context rules: the table in ``context_rules.toml`` and the code that applies it.
+"""Context rules: the table in ``context_rules*.toml`` and the code that applies it.
 
 A root-cause line alone can mislead: ``No space left on device`` is a full disk on a checkpoint
 write but a too-small ``/dev/shm`` inside NCCL setup; an illegal memory access is the
@@ -137,10 +137,21 @@ def parse_rules(text: str, origin: str = "context_rules.toml") -> tuple[ContextR
     return tuple(rules)
 
 
+# The table's parts, in order (the first matching rule wins): the main table, then parts split
+# off by area so that no file grows past a few hundred lines.
+RULE_FILES = ("context_rules.toml", "context_rules_fabric.toml")
+
+
 @functools.cache
 def default_rules() -> tuple[ContextRule, ...]:
-    text = resources.files("trainmedic.core.attribute").joinpath("context_rules.toml").read_text()
-    return parse_rules(text)
+    folder = resources.files("trainmedic.core.attribute")
+    rules = tuple(
+        rule for name in RULE_FILES for rule in parse_rules(folder.joinpath(name).read_text(), name)
+    )
+    ids = [r.id for r in rules]
+    if len(set(ids)) != len(ids):
+        raise ConfigError(f"context rules: an id is used twice across {', '.join(RULE_FILES)}")
+    return rules
 
 
 def refine(

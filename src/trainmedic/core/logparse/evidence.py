@@ -124,6 +124,12 @@ _NOT_FAILURE = re.compile(
     r"(?<!task )(?<!slot )(?<!fan )(?<!psu )(?<!dimm )(?<!device )(?<!worker )(?<!replica )"
     r"(?<!controller )\b(?:no|0) (?:\w+ )?(?:failed|failing|errored)\b"
     r"|\b(?:errors?|failures?|failed|fails|nan iterations|skipped iterations)\s*[:=]\s*0\b"
+    # an evaluation's or a benchmark's tally of bad outcomes that came out zero, in any decimal
+    # form (sglang's "Invalid: 0.000", "invalid answers: 0", "Timed out requests = 0.0 %",
+    # "Aborted: 0"): a score, not a report; a non-zero tally stays evidence
+    r"|\b(?:invalid|illegal|timed[ _]out|timeouts?|aborted|aborts|dropped)"
+    r"(?:[ _](?:answers?|outputs?|responses?|requests?|samples?|records?|count|rate|ratio"
+    r"|fraction|pct))?[\"']?\s*[:=]\s*0+(?:\.0+)?\s*%?(?![.,]?\d)"
     # success summaries: a zero or empty error field ("failed": 0, "raw_error": null,
     # error_code=0), a zero exit status, a state that says the work succeeded
     r"|(?-i:(?<![A-Za-z])[a-z_]*(?:error|fail)[a-z_]*)[\"']?\s*[:=]\s*"

@@ -4,8 +4,9 @@
 pods`` and the BMC's event log say what failed through *structure* (a port's state inside its
 HCA block, a counter inside an ECC section, a table column), which no single-line signature can
 read. Each format has its own small parser (``ibstat.py``, ``nvsmi.py``, ``slurmstate.py``,
-``kube.py``, ``ipmi.py``, ``nvlink.py``); this module runs them over a file's lines and turns
-what they find into ``Finding`` values, which the scan makes into events like any catalogue hit.
+``kube.py``, ``ipmi.py``, ``nvlink.py``, ``raystatus.py``); this module runs them over a file's
+lines and turns what they find into ``Finding`` values, which the scan makes into events like
+any catalogue hit.
 
 Cost: a parser sees a line only when it is inside one of its blocks or the line holds one of
 its trigger strings (one combined regex scan per line for all parsers).
@@ -63,6 +64,7 @@ def _parsers() -> list[BlockParser]:
     from trainmedic.core.logparse.nvsmi import DcgmiDiagParser, NvidiaSmiParser
     from trainmedic.core.logparse.nvsmi_limits import GpuLimitParser
     from trainmedic.core.logparse.powersupply import PowerSupplyParser
+    from trainmedic.core.logparse.raystatus import RayStatusParser
     from trainmedic.core.logparse.sinfo import SinfoParser
     from trainmedic.core.logparse.slurmstate import SlurmStateParser
 
@@ -81,6 +83,7 @@ def _parsers() -> list[BlockParser]:
         NvlinkStatusParser(),
         GpuProcessParser(),
         CqeDumpParser(),
+        RayStatusParser(),
     ]
 
 
