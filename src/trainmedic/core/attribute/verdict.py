@@ -36,6 +36,7 @@ from trainmedic.core.attribute.duplicate_ranks import ranks_claimed_twice
 from trainmedic.core.attribute.evidence import EvidenceFinding, read_evidence
 from trainmedic.core.attribute.facts import JobFacts
 from trainmedic.core.attribute.learned import learned_fallback
+from trainmedic.core.attribute.local_launch import init_without_hostfile
 from trainmedic.core.attribute.net_plugin import mixed_net_plugins
 from trainmedic.core.attribute.overflow import scaler_diverged
 from trainmedic.core.attribute.phase import (
@@ -214,8 +215,11 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
     if found is None:
         # No failure line at all, but a log that stops half-way through saying something
         # (``unfinished.py``); an earlier failure line would say more than where it stopped.
-        finding = traceback_cut(facts.timelines) or allocation_never_granted(
-            facts.timelines, facts.progress
+        # A local-only fallback launch before a cut in the group's set-up says why it failed.
+        finding = (
+            init_without_hostfile(facts.text, facts.timelines)
+            or traceback_cut(facts.timelines)
+            or allocation_never_granted(facts.timelines, facts.progress)
         )
         if finding is not None:
             return from_finding(finding, events, facts, (), layer="mechanism (unfinished)")
