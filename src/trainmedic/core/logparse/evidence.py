@@ -136,6 +136,10 @@ _NOT_FAILURE = re.compile(
     r"(?:0\b(?![.,]\d)|null\b|None\b|false\b|\"\"|''|\[\]|\{\})"
     r"|\b(?:exit ?code|exit status|exitcode|return ?code|returncode|rc)[\"']?\s*[:=]?\s*"
     r"0\b(?![.,]\d)"
+    # HTCondor's user log: the terminated event's header and a normal end with status 0 (an
+    # abnormal end, a signal or a non-zero return value stays evidence)
+    r"|^\s*005 \(\d+\.\d+\.\d+\) .*\bJob terminated\.\s*$"
+    r"|\bNormal termination \(return value 0\)"
     r"|\bSUCCEEDED\b|\bstate[\"']?\s*[:=]\s*[\"']?(?:succeeded|completed|success)\b"
     r"|\bif\b.*\b(?:fail|error)|will be (?:killed|terminated) (?:after|if)|Exception ignored in"
     # metrics named after errors ("valid ErrorRate: 2.5e-02", "top-1 error 23.4", "err_rate=0.1")
