@@ -59,7 +59,7 @@ FLOORS = {
     "batch36": 0.73,
     "batch37": 0.75,
     "batch38": 0.63,
-    "batch39": 0.52,
+    "batch39": 0.63,
     "batch40": 1.0,
     "batch41": 0.94,
     "batch42": 0.76,
@@ -68,6 +68,8 @@ FLOORS = {
     "batch45": 0.87,
     "batch46": 0.8,
     "batch47": 0.86,
+    "batch48": 1.0,
+    "batch49": 0.93,
 }
 """High+medium category accuracy after fixes (batch01 28/31, batch02 39/44, batch03 38/41,
 batch04 33/37, batch05 35/38, batch06 38/45 when set; batch07 37/38, d-fix07; batch08 28/36,
@@ -81,7 +83,8 @@ learned layer's in-sample 0.28 guess; batch32 40/49, d-fix32; batch33 11/15, bat
 and batch35 6/6, d-fix33; batch36 17/23 and batch37 9/12, d-fix36; batch38 14/22 and
 batch39 10/19, d-fix38; batch40 12/12 and batch41 18/19, d-fix40; batch42 10/13 and batch43
 12/16, d-fix42; batch44 10/10 and batch45 14/16, d-fix44; batch46 8/10 and batch47 19/22,
-d-fix46)."""
+d-fix46; batch48 13/13 and batch49 14/15, d-fix48, which also took batch39 to 12/19 (0.52 ->
+0.63: r39005, r39006 are the fabric short of chips))."""
 
 
 @pytest.fixture(scope="module")
