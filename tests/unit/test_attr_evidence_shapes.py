@@ -158,6 +158,8 @@ def test_a_bare_eviction_whose_message_says_local_disk_is_storage(tmp_path: Path
     text = (
         "Status:    Failed\n"
         "Reason:    Evicted\n"
-        "Message:   Pod ephemeral local storage usage exceeds the total limit of containers 20Gi.\n"
+        "Message:   The node was low on resource: ephemeral-storage. Threshold quantity: 10Gi, "
+        "available: 812Mi.\n"
     )
+    # (the pod over its own limit is the job's: test_attr_batch48_mechanisms)
     assert _analyze(tmp_path, text)[0] is Category.STORAGE

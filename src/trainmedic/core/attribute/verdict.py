@@ -37,6 +37,7 @@ from trainmedic.core.attribute.evidence import EvidenceFinding, read_evidence
 from trainmedic.core.attribute.facts import JobFacts
 from trainmedic.core.attribute.learned import learned_fallback
 from trainmedic.core.attribute.local_launch import init_without_hostfile
+from trainmedic.core.attribute.lock_wait import lock_wait_on_object_mount
 from trainmedic.core.attribute.net_plugin import mixed_net_plugins
 from trainmedic.core.attribute.overflow import scaler_diverged
 from trainmedic.core.attribute.phase import (
@@ -216,10 +217,12 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
         # No failure line at all, but a log that stops half-way through saying something
         # (``unfinished.py``); an earlier failure line would say more than where it stopped.
         # A local-only fallback launch before a cut in the group's set-up says why it failed.
+        # A last wait for a file lock on a FUSE-mounted object store is where it hangs.
         finding = (
             init_without_hostfile(facts.text, facts.timelines)
             or traceback_cut(facts.timelines)
             or allocation_never_granted(facts.timelines, facts.progress)
+            or lock_wait_on_object_mount(facts.text)
         )
         if finding is not None:
             return from_finding(finding, events, facts, (), layer="mechanism (unfinished)")

@@ -8,6 +8,7 @@ import re
 from collections.abc import Sequence
 
 from trainmedic.core.attribute.culprit import Culprit, find_culprit
+from trainmedic.core.attribute.eviction_hog import unreserved_disk_hog
 from trainmedic.core.attribute.facts import JobFacts
 from trainmedic.core.attribute.phase import PhaseFinding, fabric_never_worked
 from trainmedic.core.attribute.rules import refine_with_support
@@ -75,6 +76,8 @@ def from_root(
     benches = [t.bench_rows for t in facts.timelines if t.bench_started]
     phase = None if rule else fabric_never_worked(root, facts.progress, max(benches, default=None))
     phase = phase or (None if rule else whole_node_missing(root, events))
+    # A disk eviction whose container, requesting none, filled the node itself.
+    phase = phase or (None if rule else unreserved_disk_hog(root))
     if phase is not None:
         category, confidence = phase.category, phase.confidence
     timeouts = [e for e in events if e.role is Role.CASCADE and TIMEOUT.search(e.text)]
