@@ -224,6 +224,27 @@ _ENGINE_WORKER = re.compile(
 )
 
 
+# The trainer and rollout workers of RL post-training frameworks, by the Ray actor class that
+# prefixes their lines: verl (WorkerDict, the colocated class; ActorRolloutRefWorker,
+# CriticWorker, AgentLoopWorker, vLLMHttpServer), OpenRLHF (PolicyModelActor, CriticModelActor,
+# ReferenceModelActor, RewardModelActor, LLMRayActor), NeMo-RL (MegatronPolicyWorker,
+# DTensorPolicyWorker, VllmGenerationWorker), SkyRL (AsyncVLLMInferenceEngine, PolicyWorker)
+# and slime (MegatronTrainRayActor, RolloutManager).
+_RL_FRAMEWORK_WORKER = re.compile(
+    r"\((?:WorkerDict|\w*ActorRolloutRefWorker|CriticWorker|RewardModelWorker|AgentLoopWorker"
+    r"|vLLMHttpServer\w*|\w*(?:Policy|Critic|Reference|Reward)ModelActor|LLMRayActor"
+    r"|\w*PolicyWorker\w*|Vllm\w*GenerationWorker|AsyncVLLMInferenceEngine"
+    r"|\w*TrainRayActor|RolloutManager)\b[^)]*\bpid=\d+"
+)
+
+
+def in_rl_framework_workers(events: Sequence[Event]) -> bool:
+    """Whether every line is printed by an RL framework's trainer or rollout worker: the
+    framework, not the user's code, sets such a job up and issues its collectives, so a
+    collective that never completed there is not "the ranks diverged in the user's setup"."""
+    return bool(events) and all(_RL_FRAMEWORK_WORKER.search(e.text) for e in events)
+
+
 def timeouts_alone(cascades: Sequence[Event]) -> PhaseFinding | None:
     """Every cascade is a collective timeout and nothing else failed: no peer's error, no
     network or hardware line, no rank's report telling who waited where. Most such timeouts
@@ -243,6 +264,19 @@ def timeouts_alone(cascades: Sequence[Event]) -> PhaseFinding | None:
             "collective timeouts and nothing else, all in an inference engine's worker "
             "processes: the engine issues those collectives, not the user's code (a guess, "
             "restart)",
+        )
+    if in_rl_framework_workers(cascades):
+        # an RL framework's user writes a config and a reward; the framework issues the
+        # trainer's collectives, the weight sync into the rollout engines and the hand-over
+        # between the two, so their stall is the framework's synchronisation (verl's rollout
+        # DP > 1 on the default group), not ranks of the user's code apart
+        return PhaseFinding(
+            Category.SYSTEM_SOFTWARE,
+            Kind.HANG,
+            TIMEOUTS_ALONE_CONFIDENCE,
+            "collective timeouts and nothing else, all in an RL framework's trainer or rollout "
+            "workers: the framework issues those collectives and the weight sync, not the "
+            "user's code (a guess, restart)",
         )
     return PhaseFinding(
         Category.APPLICATION,

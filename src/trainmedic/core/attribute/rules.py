@@ -139,7 +139,12 @@ def parse_rules(text: str, origin: str = "context_rules.toml") -> tuple[ContextR
 
 # The table's parts, in order (the first matching rule wins): the main table, then parts split
 # off by area so that no file grows past a few hundred lines.
-RULE_FILES = ("context_rules.toml", "context_rules_fabric.toml", "context_rules_stack.toml")
+RULE_FILES = (
+    "context_rules.toml",
+    "context_rules_fabric.toml",
+    "context_rules_stack.toml",
+    "context_rules_rl.toml",
+)
 
 
 @functools.cache

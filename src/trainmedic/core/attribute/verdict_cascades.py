@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from trainmedic.core.attribute.collective import collective_finding, timeouts_alone
+from trainmedic.core.attribute.collective import (
+    collective_finding,
+    in_rl_framework_workers,
+    timeouts_alone,
+)
 from trainmedic.core.attribute.culprit import find_culprit, first_real_failure
 from trainmedic.core.attribute.facts import JobFacts
 from trainmedic.core.attribute.phase import (
@@ -43,7 +47,12 @@ def cascade_only(
             [e for e in events if e.role is Role.TEARDOWN],
             facts.kernel_logs,
         )
-        or setup_divergence(timeouts, facts.progress)
+        # an RL framework sets its workers up itself: its stalls are read below (timeouts_alone)
+        or (
+            None
+            if in_rl_framework_workers(timeouts)
+            else setup_divergence(timeouts, facts.progress)
+        )
         or solo_phase(facts.progress)
         or comm_init_failed(cascades, facts.neighbours, facts.progress)
     )
