@@ -76,6 +76,14 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
         Category.SYSTEM_SOFTWARE,
         Kind.CRASH,
     ),
+    # NCCL 2.19 on prints the CUDA error number before its text
+    "nccl_remote_allocator_oom_numbered": (
+        "n7:880:902 [1] bootstrap.cc:262 NCCL WARN [Rem Allocator] Allocation failed "
+        "(segment 2, fd 61)\n"
+        "n7:880:902 [1] include/alloc.h:125 NCCL WARN Cuda failure 2 'out of memory'\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
 }
 
 _HEALTHY: dict[str, str] = {
@@ -122,6 +130,12 @@ _DIFFERENT_CAUSE: dict[str, tuple[str, str, Category]] = {
     "nccl_oom_without_remote_allocator": (
         "gpu-3:4121:4180 [0] include/alloc.h:41 NCCL WARN Cuda failure 'out of memory'\n"
         "gpu-3:4121:4180 [0] NCCL INFO transport/p2p.cc:210 -> 1\n",
+        "remote allocator",
+        Category.APPLICATION,
+    ),
+    "nccl_oom_numbered_without_remote_allocator": (
+        "n7:880:902 [1] include/alloc.h:125 NCCL WARN Cuda failure 2 'out of memory'\n"
+        "n7:880:902 [1] NCCL INFO transport/p2p.cc:210 -> 1\n",
         "remote allocator",
         Category.APPLICATION,
     ),
