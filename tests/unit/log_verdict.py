@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
+
+import pytest
 
 from trainmedic.core.model import Category, Kind, Verdict
 from trainmedic.offline.analyze import analyze_path
@@ -29,3 +32,28 @@ def assert_healthy(tmp_path: Path, name: str, text: str) -> None:
     """The log ``text`` holds no failure."""
     verdict = verdict_of(tmp_path, text)
     assert not verdict.failure, (name, verdict)
+
+
+CaseTest = Callable[[Path, str], None]
+
+
+def family_test(cases: Mapping[str, tuple[str, Category, Kind]]) -> CaseTest:
+    """One parametrised test over a fix round's table of failure wordings: each must be read as
+    its category and kind. A module binds it to a ``test_`` name, so each round's table is
+    declared once and tested the same way."""
+
+    @pytest.mark.parametrize("name", sorted(cases))
+    def test(tmp_path: Path, name: str) -> None:
+        assert_mechanism(tmp_path, name, cases[name])
+
+    return test
+
+
+def healthy_test(texts: Mapping[str, str]) -> CaseTest:
+    """One parametrised test over a fix round's healthy counter-cases: none is a failure."""
+
+    @pytest.mark.parametrize("name", sorted(texts))
+    def test(tmp_path: Path, name: str) -> None:
+        assert_healthy(tmp_path, name, texts[name])
+
+    return test

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from log_verdict import assert_healthy
+from log_verdict import healthy_test
 from log_verdict import verdict_of as _verdict
 
 from trainmedic.core.model import Category, Kind
@@ -184,6 +184,4 @@ HEALTHY: dict[str, str] = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(HEALTHY))
-def test_healthy_lines_stay_healthy(tmp_path: Path, name: str) -> None:
-    assert_healthy(tmp_path, name, HEALTHY[name])
+test_healthy_lines_stay_healthy = healthy_test(HEALTHY)

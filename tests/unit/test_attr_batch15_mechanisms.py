@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from log_verdict import assert_healthy, assert_mechanism
+from log_verdict import family_test, healthy_test
 from log_verdict import verdict_of as _verdict
 
 from trainmedic.core.model import Category, Kind
@@ -129,9 +129,7 @@ FAILURES: dict[str, tuple[str, Category, Kind]] = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(FAILURES))
-def test_mechanism_names_its_category(tmp_path: Path, name: str) -> None:
-    assert_mechanism(tmp_path, name, FAILURES[name])
+test_mechanism_names_its_category = family_test(FAILURES)
 
 
 @pytest.mark.parametrize(
@@ -193,6 +191,4 @@ HEALTHY: dict[str, str] = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(HEALTHY))
-def test_healthy_lines_stay_healthy(tmp_path: Path, name: str) -> None:
-    assert_healthy(tmp_path, name, HEALTHY[name])
+test_healthy_lines_stay_healthy = healthy_test(HEALTHY)

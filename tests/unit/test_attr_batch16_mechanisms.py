@@ -21,8 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-from log_verdict import assert_healthy, assert_mechanism
+from log_verdict import family_test, healthy_test
 from log_verdict import verdict_of as _verdict
 
 from trainmedic.core.model import Category, Kind
@@ -180,14 +179,10 @@ HEALTHY: dict[str, str] = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(FAILURES))
-def test_mechanism_names_its_category(tmp_path: Path, name: str) -> None:
-    assert_mechanism(tmp_path, name, FAILURES[name])
+test_mechanism_names_its_category = family_test(FAILURES)
 
 
-@pytest.mark.parametrize("name", sorted(HEALTHY))
-def test_healthy_lines_stay_healthy(tmp_path: Path, name: str) -> None:
-    assert_healthy(tmp_path, name, HEALTHY[name])
+test_healthy_lines_stay_healthy = healthy_test(HEALTHY)
 
 
 def test_a_cut_remote_read_stays_a_guess(tmp_path: Path) -> None:

@@ -4,10 +4,7 @@ lines (the batches' own logs are scored by test_attr_realworld's floors)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-from tests.unit.log_verdict import assert_healthy, assert_mechanism
+from tests.unit.log_verdict import family_test, healthy_test
 
 from trainmedic.core.model import Category, Kind
 
@@ -162,11 +159,7 @@ _HEALTHY: dict[str, str] = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("name", sorted(_FAILURES))
-def test_failure_family(tmp_path: Path, name: str) -> None:
-    assert_mechanism(tmp_path, name, _FAILURES[name])
+test_failure_family = family_test(_FAILURES)
 
 
-@pytest.mark.parametrize("name", sorted(_HEALTHY))
-def test_healthy_counter_case(tmp_path: Path, name: str) -> None:
-    assert_healthy(tmp_path, name, _HEALTHY[name])
+test_healthy_counter_case = healthy_test(_HEALTHY)

@@ -4,10 +4,7 @@ batch's own logs are scored by test_attr_realworld's floors)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-from tests.unit.log_verdict import assert_healthy, assert_mechanism
+from tests.unit.log_verdict import family_test, healthy_test
 
 from trainmedic.core.model import Category, Kind
 
@@ -213,11 +210,7 @@ _HEALTHY: dict[str, str] = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(_FAILURES))
-def test_failure_families(tmp_path: Path, name: str) -> None:
-    assert_mechanism(tmp_path, name, _FAILURES[name])
+test_failure_families = family_test(_FAILURES)
 
 
-@pytest.mark.parametrize("name", sorted(_HEALTHY))
-def test_healthy_counter_cases(tmp_path: Path, name: str) -> None:
-    assert_healthy(tmp_path, name, _HEALTHY[name])
+test_healthy_counter_cases = healthy_test(_HEALTHY)

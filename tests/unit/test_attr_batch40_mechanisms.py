@@ -8,7 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.unit.log_verdict import assert_healthy, assert_mechanism, verdict_of
+from tests.unit.log_verdict import (
+    assert_healthy,
+    family_test,
+    healthy_test,
+    verdict_of,
+)
 
 from trainmedic.core.model import Category, Kind
 
@@ -172,14 +177,10 @@ _HEALTHY: dict[str, str] = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(_FAILURES))
-def test_mechanism_family(tmp_path: Path, name: str) -> None:
-    assert_mechanism(tmp_path, name, _FAILURES[name])
+test_mechanism_family = family_test(_FAILURES)
 
 
-@pytest.mark.parametrize("name", sorted(_HEALTHY))
-def test_healthy_counter_case(tmp_path: Path, name: str) -> None:
-    assert_healthy(tmp_path, name, _HEALTHY[name])
+test_healthy_counter_case = healthy_test(_HEALTHY)
 
 
 @pytest.mark.parametrize(
