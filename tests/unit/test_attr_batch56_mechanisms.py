@@ -183,6 +183,22 @@ _DIFFERENT_CAUSE: dict[str, tuple[str, Category]] = {
     ),
 }
 
+# A NIC driver's name in a failure line no signature knows points at the fabric; the same
+# letters inside a path or a hyphenated software tree do not.
+_DRIVER_WORDS: dict[str, tuple[str, bool]] = {
+    "ice_driver_line": ("ice 0000:86:00.0: Failed to get link status\n", True),
+    "i40e_driver_line": (
+        "[ 812.11] i40e 0000:3b:00.1: failed to reset the adapter, error -5\n",
+        True,
+    ),
+    "software_tree_named_ice": (
+        "follower 2 encountered error: === Backtrace ===\n"
+        "/apps/live/EL8-ice/software/RELION/bin/relion_refine_mpi() [0x4a5741]\n",
+        False,
+    ),
+    "script_dir_named_ice": ("Error: /opt/net-ice/tools/check.sh failed\n", False),
+}
+
 # Lines a new entry must not read as its own (signature id, line).
 _NEAR_MISSES: tuple[tuple[str, str], ...] = (
     ("mpi.message_truncated", "WARNING: log message truncated to 4096 characters"),
@@ -223,6 +239,14 @@ def test_look_alikes_keep_their_cause(tmp_path: Path, name: str) -> None:
     verdict = verdict_of(tmp_path, text)
     assert verdict.failure, (name, verdict)
     assert verdict.category is category, (name, verdict)
+
+
+@pytest.mark.parametrize("name", sorted(_DRIVER_WORDS))
+def test_nic_driver_names_only_as_words(tmp_path: Path, name: str) -> None:
+    text, fabric = _DRIVER_WORDS[name]
+    verdict = verdict_of(tmp_path, text)
+    assert verdict.failure, (name, verdict)
+    assert (verdict.category is Category.NETWORK_HARDWARE) is fabric, (name, verdict)
 
 
 @pytest.mark.parametrize(("signature_id", "line"), _NEAR_MISSES)
