@@ -153,6 +153,14 @@ _HEALTHY: dict[str, str] = {
         "stat: cannot stat '/dev/nvidia-caps-imex-channels': No such file or directory\n"
         "node check: done\n"
     ),
+    # PMIx's shared-memory store falling back to its hash store, and the job going on
+    "pmix_dstore_lock_fallback_then_training": (
+        "[n1:55120] PMIX ERROR: ERROR in file ../../../src/mca/gds/ds21/gds_ds21_lock_pthread.c "
+        "at line 99\n"
+        "[n2:61002] PMIX ERROR: ERROR in file ../../../src/mca/gds/ds21/gds_ds21_lock_pthread.c "
+        "at line 99\n"
+        "rank 0 of 2: starting training, 12 shards\n"
+    ),
     "launcher_map_with_enough_slots": (
         " Data for JOB [41522,1] offset 0 Total slots allocated 144\n"
         " ========================   JOB MAP   ========================\n"
@@ -170,6 +178,10 @@ _DIFFERENT_CAUSE: dict[str, tuple[str, Category]] = {
     "ofi_receive_side_refused": (
         "MPIDI_OFI_handle_cq_error(1062): OFI poll failed (ofi_events.c:1064:"
         "MPIDI_OFI_handle_cq_error:Input/output error - UNDELIVERABLE)\n",
+        Category.SYSTEM_SOFTWARE,
+    ),
+    "pmix_server_unreachable": (
+        "[gpu-n17:48812] PMIX ERROR: UNREACHABLE in file server/pmix_server.c at line 2198\n",
         Category.SYSTEM_SOFTWARE,
     ),
     "gpu_kernel_illegal_instruction": (
@@ -217,6 +229,10 @@ _NEAR_MISSES: tuple[tuple[str, str], ...] = (
     (
         "env.container_runtime_setup",
         "mkdir: cannot create directory '/run/user/1042': Permission denied",
+    ),
+    (
+        "mpi.pmix_dstore_lock_fallback",
+        "[n2:9911] PMIX ERROR: ERROR in file ../../src/mca/gds/ds12/gds_dstore.c at line 1245",
     ),
     ("node.no_imex_channels", "/usr/bin/ls: cannot access '/dev/nvidia0': No such file"),
     ("env.illegal_instruction", "RuntimeError: CUDA error: an illegal instruction was encountered"),
