@@ -234,6 +234,7 @@ _NEAR_MISSES: tuple[tuple[str, str], ...] = (
         "mpi.pmix_dstore_lock_fallback",
         "[n2:9911] PMIX ERROR: ERROR in file ../../src/mca/gds/ds12/gds_dstore.c at line 1245",
     ),
+    ("mpi.runtime_init_failed", "PMIX ERROR: ERROR in file gds_ds12_lock_pthread.c at line 168"),
     ("node.no_imex_channels", "/usr/bin/ls: cannot access '/dev/nvidia0': No such file"),
     ("env.illegal_instruction", "RuntimeError: CUDA error: an illegal instruction was encountered"),
 )
