@@ -22,7 +22,9 @@ nothing at all), so each verdict here is of low confidence:
   restarted, never stopped or drained on it).
 * **silence after init**: the process group formed, then nothing: not one step, no error.
   A hang in the first collective; with NCCL that is usually broken peer-to-peer (PCI ACS /
-  IOMMU), i.e. the platform's configuration.
+  IOMMU), i.e. the platform's configuration. Not when the log holds NCCL's debug lines and
+  nothing of the job's own (no launcher, framework or script line): an excerpt of NCCL's
+  output, whose end is where the paste ended.
 * **fabric never carried a step**: an InfiniBand/RoCE completion error (a timeout: transport
   retry exceeded) after NCCL's setup lines (or nccl-tests' device table) and before any
   training step or benchmark result: the NICs never
@@ -121,6 +123,10 @@ def silence_after_init(progress: ProgressSummary | None) -> PhaseFinding | None:
     if progress is None or progress.init_complete_line is None or progress.reports > 0:
         return None
     if progress.meaningful_after_init > AFTER_INIT_LINES:
+        return None
+    if progress.only_nccl_lines:
+        # Only NCCL's own debug lines (a paste of its "Init COMPLETE" rows): the job's output
+        # is not in the excerpt at all, so where it ends says nothing about the job stopping.
         return None
     return PhaseFinding(
         Category.SYSTEM_SOFTWARE,

@@ -143,6 +143,7 @@ def merge_progress(parts: Sequence[ProgressSummary]) -> ProgressSummary:
         nonfinite_at=best.nonfinite_at,
         init_complete_line=init_lines[0].init_complete_line if init_lines else None,
         meaningful_after_init=max((p.meaningful_after_init for p in init_lines), default=0),
+        only_nccl_lines=all(p.only_nccl_lines for p in parts),
         nccl_setup_seen=any(p.nccl_setup_seen for p in parts),
         nccl_setup_before_warning=any(p.nccl_setup_before_warning for p in parts),
         # clean only when every file that set NCCL up connected with no trouble

@@ -269,6 +269,8 @@ class LineScanner:
             self.year = full_date_year(text)
         if not tracebacks.active:  # frames ("train_step(...)") are never progress
             progress.observe(line_no, text)
+        else:
+            progress.job_spoke = True  # a traceback is the job's own output
         if text[:5] == "[rank":  # a rank that only prints ordinary lines is still alive
             seen = _RANK_LEAD.match(text)
             if seen is not None and len(out.ranks) < _MAX_RANKS:

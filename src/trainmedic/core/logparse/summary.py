@@ -19,6 +19,9 @@ class ProgressSummary:
     nonfinite_at: int | None = None  # first iteration whose loss / grad norm was NaN or inf
     init_complete_line: int | None = None  # "All distributed processes registered", NCCL init
     meaningful_after_init: int = 0  # non-blank lines after the init marker
+    # Every worded line was NCCL's own debug output (NCCL INFO / WARN): no line of the job,
+    # its launcher or its framework, so the log is an excerpt of NCCL's lines.
+    only_nccl_lines: bool = False
     # NCCL/RCCL setup lines seen (the communicator began forming), and the non-blank lines
     # after the last of them that are not NCCL's: a log that ends inside NCCL setup.
     nccl_setup_seen: bool = False

@@ -56,6 +56,7 @@ class ProgressTracker:
         "checkpoint",
         "first",
         "init_line",
+        "job_spoke",
         "last_candidates",
         "nccl_info_first",
         "nccl_net_connected",
@@ -78,6 +79,7 @@ class ProgressTracker:
         self.checkpoint: int | None = None
         self.init_line: int | None = None
         self.after_init = 0
+        self.job_spoke = False  # a worded line other than NCCL's debug output
         self.nccl_seen = False
         self.after_nccl = 0
         self.nccl_info_first = False  # NCCL INFO (setup) lines came before any NCCL WARN
@@ -126,8 +128,11 @@ class ProgressTracker:
                 self.nccl_trouble = True
             elif "via NET/" in text:
                 self.nccl_net_connected = True
-        elif self.nccl_seen and self.after_nccl <= 3 and text.strip():
-            self.after_nccl += 1
+        else:
+            if self.nccl_seen and self.after_nccl <= 3 and text.strip():
+                self.after_nccl += 1
+            if not self.job_spoke and _WORDED.search(text):
+                self.job_spoke = True
         if (
             "processes registered" in text
             or "Init COMPLETE" in text
@@ -158,6 +163,7 @@ class ProgressTracker:
             last_checkpoint=self.checkpoint,
             init_complete_line=self.init_line,
             meaningful_after_init=self.after_init,
+            only_nccl_lines=self.nccl_seen and not self.job_spoke,
             nccl_setup_seen=self.nccl_seen,
             nccl_setup_before_warning=self.nccl_info_first,
             nccl_net_connected_clean=self.nccl_net_connected and not self.nccl_trouble,
