@@ -98,6 +98,19 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
         Category.SYSTEM_SOFTWARE,
         Kind.CRASH,
     ),
+    # a collector's DCGM field read answered with an error status: the collector's fields
+    "field_value_negative_status": (
+        "2021-03-02 10:00:01 telemetry[881]: WARNING GPU 2 nvlink_recovery_error_count_l3 "
+        "fieldId = 431 fieldType = 105 status = -13\n",
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
+    "exporter_field_unknown": (
+        'time="2024-06-01T00:00:00Z" level=warning msg="skipping field 1011 on GPU 1: '
+        'DCGM_ST_UNKNOWN_FIELD"\n',
+        Category.SYSTEM_SOFTWARE,
+        Kind.CRASH,
+    ),
     # corrected memory-controller machine checks that keep coming: a DIMM wearing out
     "amd_umc_corrected_records": (
         "MCE events:\n"
@@ -140,6 +153,11 @@ _HEALTHY: dict[str, str] = {
         "1 2024-11-02 03:52:38 +0000 error: Corrected error, no action required., CPU 6, bank "
         "Unified Memory Controller (bank=18), mcg mcgstatus=0, mci CECC, memory_channel=1,"
         "csrow=0, mcgcap=0x0000011c, status=0x9c2040000000011b\n"
+    ),
+    # field reads that returned their values
+    "field_values_read": (
+        "GPU 1 gpu_temp version = 16781336 fieldId = 150 fieldType = 105 status = 0\n"
+        "GPU 1 power_usage version = 16781336 fieldId = 155 fieldType = 100 status = 0\n"
     ),
     # a RAS summary that found nothing
     "ras_summary_without_errors": (
@@ -213,3 +231,14 @@ def test_these_readings_stay_guesses(tmp_path: Path, name: str) -> None:
     drain on these."""
     verdict = verdict_of(tmp_path, _FAILURES[name][0])
     assert verdict.confidence < 0.5, (name, verdict)
+
+
+def test_a_lost_gpu_on_a_field_read_is_not_the_collectors_fields(tmp_path: Path) -> None:
+    """The GPU's own status on a field read (lost, reset required) is not a field the API
+    does not serve: it never becomes the collector-versus-DCGM reading."""
+    verdict = verdict_of(
+        tmp_path, 'level=error msg="failed to read field 150 on gpu 4: DCGM_ST_GPU_IS_LOST"\n'
+    )
+    assert verdict.root_cause is None or (
+        verdict.root_cause.signature != "monitor.dcgm_field_status_error"
+    ), verdict
