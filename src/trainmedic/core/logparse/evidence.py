@@ -203,6 +203,15 @@ _NOT_FAILURE = re.compile(
     r"|^\s*(?:status|result|overall(?: result)?)\s*:\s*pass(?:ed)?\b"
     # a command someone typed (a shell prompt, the Python REPL): input, not what happened
     r"|^\s*(?:\$|[\w.-]+@[\w.-]+:\S*[$#]|>>>)\s+\S"
+    # a whole line saying a kind of error was not seen (ras-mc-ctl's "No PCIe AER errors.")
+    r"|^\s*no (?:[\w-]+ ){1,3}(?:errors?|failures?)\.?\s*$"
+    # a metric sample (Prometheus exposition, dcgm-exporter, node_exporter) named after errors
+    # whose value is zero: a counter or gauge that nothing incremented
+    r"|^\s*(?:[A-Za-z_]\w*(?::\w+)*\{[^{}]*\}|[A-Za-z]\w*_\w*(?::\w+)*)"
+    r"\s+0(?:\.0+)?(?:e[+-]?\d+)?(?:\s+\d+)?\s*$"
+    # an XML element's tag alone or its zero value (nvidia-smi -q -x "<ecc_errors>",
+    # "<total>0</total>"): a report's structure and all-clear counts, not an event
+    r"|^\s*</?[\w.:-]+>\s*$|^\s*<([\w.:-]+)>\s*(?:0|N/A|No|None)\s*</\1>\s*$"
 )
 # Option and setting names built from failure words ("error_file", "sync_timeout",
 # "--max-failures", "timeout=1800"): masked out of the line before the failure words are looked

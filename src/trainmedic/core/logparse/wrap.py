@@ -6,10 +6,17 @@ continuation to the line it continues before matching.
 
 from __future__ import annotations
 
+import re
+
 from trainmedic.core.logparse.prefix import parse_prefix
 
 WRAP_MIN = 80
 """Shorter lines are never taken for terminal-wrapped ones."""
+
+_NUMBERED_RECORD = re.compile(r"\d{1,7}\s+\d{4}-\d\d-\d\d[ T]\d\d:\d\d")
+"""A record's index and its date (ras-mc-ctl's "2 2024-12-20 09:33:01 +0000 error: ..."): a
+tool that numbers its records prints each on a line of its own, all of one width when their
+fields are fixed-width, which is not a terminal's cut."""
 
 
 def is_wrap(prev: str, text: str, widths: dict[int, int]) -> bool:
@@ -25,4 +32,6 @@ def is_wrap(prev: str, text: str, widths: dict[int, int]) -> bool:
         return False
     if text[4:5] == "-" and text[:4].isdigit():
         return False  # an ISO date ("2026-11-29T..."): a line of its own, never a cut
+    if _NUMBERED_RECORD.match(text):
+        return False
     return parse_prefix(text).body_start == 0
