@@ -10,11 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.unit.log_verdict import (
-    family_test,
-    healthy_test,
-    verdict_of,
-)
+from tests.unit.log_verdict import family_test, healthy_test, verdict_of
 
 from trainmedic.core.model import Category, Kind
 
