@@ -18,6 +18,14 @@ verdict is a low-confidence hang:
   the launch configuration. (A group that formed and then fell silent is
   ``phase.silence_after_init``; one that ends inside NCCL's setup,
   ``phase.stuck_in_nccl_setup``.)
+* **the first collective never returned**: torch warned, at the group's first collective (a
+  barrier), that it guessed each rank's GPU, and the log ends there: no NCCL line after it,
+  no step, no error. ProcessGroupNCCL builds its communicator lazily inside that first
+  collective, so the ranks are stuck in NCCL's setup (peer-to-peer over PCIe with ACS / an
+  IOMMU, the transport or interface NCCL picked): the platform's configuration, as
+  ``phase.stuck_in_nccl_setup``. The warning alone is no failure (every start without a
+  ``device_id`` prints it); a wrong GPU mapping it warns of would show as NCCL's "Duplicate
+  GPU detected", a line of its own.
 """
 
 from __future__ import annotations
@@ -100,5 +108,28 @@ def rendezvous_never_completed(
             "no rank reported it formed, no NCCL setup, no step, no error: a rendezvous that "
             "never completed (a rank that never joined; addresses, ports or world size of the "
             "launch configuration)",
+        )
+    return None
+
+
+def first_collective_never_returned(
+    timelines: Sequence[Timeline], progress: ProgressSummary | None
+) -> PhaseFinding | None:
+    if progress is not None and (progress.reports > 0 or progress.nccl_setup_seen):
+        return None
+    for tl in timelines:
+        guess = tl.device_guess_line
+        if guess is None or tl.nccl_connected or tl.points:
+            continue
+        if tl.lines - guess > RENDEZVOUS_TAIL:
+            continue
+        return PhaseFinding(
+            Category.SYSTEM_SOFTWARE,
+            Kind.HANG,
+            0.3,
+            f"the ranks entered their first collective (torch guessed their GPUs, line {guess}) "
+            "and the log ends there: no NCCL line, no step, no error. NCCL builds its "
+            "communicator inside that first collective, so the ranks could not finish "
+            "connecting (peer-to-peer / IOMMU, the transport or interface NCCL chose)",
         )
     return None

@@ -48,7 +48,11 @@ from trainmedic.core.attribute.phase import (
 from trainmedic.core.attribute.recurring import recurring_context
 from trainmedic.core.attribute.root import choose_root
 from trainmedic.core.attribute.rules import refine_with_support
-from trainmedic.core.attribute.stuck import rendezvous_never_completed, stuck_in_stack_dump
+from trainmedic.core.attribute.stuck import (
+    first_collective_never_returned,
+    rendezvous_never_completed,
+    stuck_in_stack_dump,
+)
 from trainmedic.core.attribute.timeline import loss_diverged, stalled_while_running
 from trainmedic.core.attribute.unfinished import allocation_never_granted, traceback_cut
 from trainmedic.core.attribute.untrained_links import untrained_link_reports
@@ -210,6 +214,7 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
         or died_in_setup(found, events, facts)
         or silence_after_init(facts.progress)
         or (None if connected or not opened else stuck_in_nccl_setup(facts.progress))
+        or first_collective_never_returned(facts.timelines, facts.progress)
     )
     if finding is not None:
         return from_finding(finding, events, facts, ())

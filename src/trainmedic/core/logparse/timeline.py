@@ -77,6 +77,16 @@ _ALLOC_GRANT = re.compile(
     r"\b(?:srun|salloc): (?:Granted job allocation|job \d+ has been allocated resources"
     r"|job \d+ running on|Nodes? \S+ (?:are|is) ready)|qsub: job \S+ ready|<<Starting on "
 )
+# torch's warning, at a process group's first collective (a barrier, mostly), that it guessed
+# the rank's GPU: ProcessGroupNCCL creates its communicator lazily right then, so the line marks
+# the start of NCCL's setup (every healthy start prints it too, and goes on).
+_DEVICE_GUESS = re.compile(
+    r"using (?:best-guess )?GPU \d+ (?:to perform barrier as devices used by this process are"
+    r"|as device used by this process is) currently unknown"
+    r"|barrier\(\): using the device under current context"
+)
+_DEVICE_GUESS_HINTS = ("currently unknown", "under current context")
+
 _ALLOC_HINTS = ("job allocation", "queued and waiting", "has been allocated", "running on",
                 "ready", "waiting for job", "<<")  # fmt: skip
 
@@ -112,6 +122,7 @@ _TRIGGERS = (
     "out-of-place",
     "redop",
     *_ALLOC_HINTS,
+    *_DEVICE_GUESS_HINTS,
 )
 # NCCL's opening lines: version, environment settings, the interfaces and plugins it picks, an
 # optional library it falls back from. Every healthy start prints them before it connects a
@@ -183,6 +194,7 @@ class Timeline:
     init_done_line: int | None = None  # the last "the process group formed" line
     alloc_wait_line: int | None = None  # the last "waiting for the allocation" line
     alloc_granted_line: int | None = None  # the last "allocation granted" line
+    device_guess_line: int | None = None  # the last "GPU ... currently unknown" (first collective)
     # A traceback the file ends inside, before its exception line (an excerpt cut there):
     # its first line and its frames, innermost last. Set by the scan, not the tracker.
     cut_traceback_line: int | None = None
@@ -230,6 +242,7 @@ class TimelineTracker:
         "_bench_repeats",
         "_bench_rows",
         "_connected",
+        "_device_guess",
         "_finished",
         "_init_done",
         "_init_started",
@@ -263,6 +276,7 @@ class TimelineTracker:
         self._init_done: int | None = None
         self._alloc_wait: int | None = None
         self._alloc_granted: int | None = None
+        self._device_guess: int | None = None
         self._stride = 1
         self._seen = 0
 
@@ -321,6 +335,8 @@ class TimelineTracker:
                 self._alloc_wait = line_no
             if _ALLOC_GRANT.search(text):
                 self._alloc_granted = line_no
+        if any(hint in text for hint in _DEVICE_GUESS_HINTS) and _DEVICE_GUESS.search(text):
+            self._device_guess = line_no
 
     def candidate(self, line_no: int, text: str, parsed: Parsed | None = None) -> None:
         """``parsed``: the line's point as ``_point`` would read it, when known already."""
@@ -417,6 +433,7 @@ class TimelineTracker:
             init_done_line=self._init_done,
             alloc_wait_line=self._alloc_wait,
             alloc_granted_line=self._alloc_granted,
+            device_guess_line=self._device_guess,
         )
 
 
