@@ -84,6 +84,8 @@ FLOORS = {
     "batch61": 0.94,
     "batch58": 0.87,
     "batch59": 0.91,
+    "batch62": 0.47,
+    "batch63": 0.40,
 }
 """High+medium category accuracy after fixes (batch01 28/31, batch02 39/44, batch03 38/41,
 batch04 33/37, batch05 35/38, batch06 38/45 when set; batch07 37/38, d-fix07; batch08 28/36,
@@ -101,7 +103,8 @@ d-fix46; batch48 13/13 and batch49 14/15, d-fix48, which also took batch39 to 12
 0.63: r39005, r39006 are the fabric short of chips); batch50 15/16, d-fix50; batch51 14/15 and
 batch52 11/12, d-fix51; batch53 10/12, d-fix53; batch54 11/14 and batch55 15/19,
 d-fix54; batch56 16/18 and batch57 9/11, d-fix56; batch60 7/13 and batch61 16/17,
-d-fix60; batch58 14/16 and batch59 11/12, d-fix58)."""
+d-fix60; batch58 14/16 and batch59 11/12, d-fix58; batch62 8/17 and batch63 4/10,
+d-fix62)."""
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +143,14 @@ def test_healthy_real_logs_are_no_failure(taught: Summary) -> None:
     # r29006 is submitit catching a preemption and requeueing, line for line the shape of
     # dev2/b026 (labelled scheduler, high: also a maintainer's demonstration); that this one was
     # a deliberate test is the thread's, so either label flips the other: known miss.
-    assert set(called) <= {"batch29/r29006.log"}, called
+    # batch62's r62009 and r62020 are elastic Horovod's survivors logging a Gloo "Connection
+    # reset by peer" after a worker was removed on purpose: the same lines end a non-elastic
+    # job whose peer died, and nothing in them says elastic mode (unknown 0.4, a cascade
+    # alone). r62012 is a launch cut on torch's "Rendezvous'ing worker group" milliseconds
+    # after the start: the shape of a rendezvous that never completed (r3034, r21022), so
+    # only the thread (a PR's sample output) says it went on. Known misses.
+    known = {"batch29/r29006.log", "batch62/r62009.log", "batch62/r62012.log", "batch62/r62020.log"}
+    assert set(called) <= known, called
 
 
 def test_safety_over_all_real_logs(realworld: Summary) -> None:

@@ -28,6 +28,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from trainmedic.core.attribute.agent_restart import agent_failed_to_restart
 from trainmedic.core.attribute.bench_copies import benchmark_copies
 from trainmedic.core.attribute.blocked import blocked_task, waiting_stack
 from trainmedic.core.attribute.collective import nccl_trace_desync
@@ -172,6 +173,11 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
     finding = mixed_net_plugins(facts.text, facts.timelines, facts.progress)
     if finding is not None:
         return from_finding(finding, events, facts, (), layer="mechanism (stack)")
+    # The elastic agent failing while it re-formed the group after a worker's failure: its
+    # rendezvous errors are cascades to the catalogue, but here they are the recovery failing.
+    finding = agent_failed_to_restart(facts.text)
+    if finding is not None:
+        return from_finding(finding, events, facts, (), layer="mechanism (elastic restart)")
     if cascades:
         return cascade_only(cascades, events, facts, hw_context)
     if hw_context:
