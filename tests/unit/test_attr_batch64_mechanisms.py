@@ -198,6 +198,21 @@ _FAILURES: dict[str, tuple[str, Category, Kind]] = {
         Category.SYSTEM_SOFTWARE,
         Kind.CRASH,
     ),
+    # one collective over a group and over part of it, the whole group ten times slower
+    "profile_group_spanning_nodes": (
+        "(MeshHostWorker pid=9120) AllGather: [[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, "
+        "14, 15]]  Bytes: 1.00000 GB  Time: 0.51200 s  Bandwidth: 1.95 GB/s\n"
+        "(MeshHostWorker pid=9120) AllGather: [[0, 1, 2, 3, 4, 5, 6, 7]]  Bytes: 1.00000 GB  "
+        "Time: 0.00700 s  Bandwidth: 142.80 GB/s\n",
+        Category.NETWORK_HARDWARE,
+        Kind.STRAGGLER,
+    ),
+    "script_ranks_and_busbw": (
+        "all_reduce ranks [0, 1, 2, 3, 4, 5, 6, 7] size 512MB busbw 18.2 Gbps\n"
+        "all_reduce ranks [0, 1, 2, 3] size 512MB busbw 96.5 GB/s\n",
+        Category.NETWORK_HARDWARE,
+        Kind.STRAGGLER,
+    ),
 }
 
 _HEALTHY: dict[str, str] = {
@@ -224,6 +239,19 @@ _HEALTHY: dict[str, str] = {
         "Raw Physical Errors Per Lane : 1204,0,88,3\n"
     ),
     "pre_fec_error_count": ("Pre-FEC errors: 48211\nPost-FEC errors: 0\n"),
+    # inter-node collectives within a few times of the intra-node ones: a healthy fabric
+    "group_within_a_few_times": (
+        "AllReduce: [[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]]  Bytes: 2.00000 GB"
+        "  Time: 0.01900 s  Bandwidth: 105.20 GB/s\n"
+        "AllReduce: [[0, 1, 2, 3, 4, 5, 6, 7]]  Bytes: 2.00000 GB  Time: 0.00900 s  "
+        "Bandwidth: 222.10 GB/s\n"
+    ),
+    # groups that do not contain one another, and different message sizes: nothing to compare
+    "disjoint_groups_and_other_sizes": (
+        "AllReduce: [[0, 1, 2, 3]]  Bytes: 2.00000 GB  Time: 0.5 s  Bandwidth: 4.00 GB/s\n"
+        "AllReduce: [[4, 5, 6, 7]]  Bytes: 2.00000 GB  Time: 0.01 s  Bandwidth: 200.00 GB/s\n"
+        "AllReduce: [[0, 1]]  Bytes: 8.00000 MB  Time: 0.001 s  Bandwidth: 8.00 GB/s\n"
+    ),
     # a hardware check with real thresholds and parts within them
     "hpasm_all_ok": (
         "OK - System: 'proliant dl380 gen10', hardware working fine\n"
