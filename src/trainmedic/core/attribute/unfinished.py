@@ -17,7 +17,9 @@ so each verdict is a low-confidence guess, never a reason to stop or drain:
   those are C functions and print no frame of their own, so the call is the last thing shown.
   A cut inside a remote file system's client (fsspec, s3fs, gcsfs, pyarrow's fs) or the
   network transport it reads through (aiohttp, botocore, urllib3), with that client among
-  the frames, is the remote data source failing under the job: storage (0.3).
+  the frames, is the remote data source failing under the job: storage (0.3). A cut inside a
+  device management tool's query (pynvml, DCGM, amdsmi, rocm_smi, tt-smi) is the driver or
+  the device's firmware not answering: system_software (0.3).
   An excerpt that begins with a frame is a traceback whose header was cut.
 * **an allocation never granted**: the submission's last words are that it waits for its
   allocation (``srun: Pending job allocation``, ``salloc: job N queued and waiting for
@@ -74,6 +76,16 @@ _REMOTE_FS = re.compile(
 _REMOTE_TRANSPORT = re.compile(
     r"(?:^|/)(?:fsspec|s3fs|gcsfs|adlfs|ocifs|smart_open|aiohttp|aiobotocore|botocore|urllib3"
     r"|requests|httpx|httpcore|http/client\.py|ssl\.py|socket\.py|asyncio/)"
+)
+# Device management tools and the bindings they query devices through (NVML's pynvml, DCGM's
+# Python modules, AMD's amdsmi / rocm_smi, Tenstorrent's tt-smi / tt-flash and their common
+# library): an exception raised inside their device queries is the driver or the device's
+# firmware not answering them (a driver that lost the device after a suspend, firmware that
+# did not boot), which the labelled threads put on the platform's software more often than on
+# the part: system_software as a guess (0.3).
+_DEVICE_TOOL = re.compile(
+    r"(?:^|/)(?:pynvml|nvidia_ml_py|pydcgm|DcgmReader|dcgm_\w+|amdsmi|rocm_smi|rsmiBindings"
+    r"|pyrsmi|tt_smi|tt_flash|tt_tools_common)(?:/|\.py$)"
 )
 _FRAME = re.compile(r"^(?P<path>[^\s:][^:]*):\d+ in ")
 
@@ -136,6 +148,15 @@ def traceback_cut(timelines: Sequence[Timeline]) -> PhaseFinding | None:
                 f"a traceback at {where} cut before its exception line, inside a remote file "
                 f"system's read ({path}): the remote data source (object store, HTTP) failed "
                 "under the job",
+            )
+        if _DEVICE_TOOL.search(path):
+            return PhaseFinding(
+                Category.SYSTEM_SOFTWARE,
+                Kind.CRASH,
+                0.3,
+                f"a traceback at {where} cut before its exception line, inside a device "
+                f"management tool's query of the device ({path}): the driver or the device's "
+                "firmware did not answer it",
             )
         if _ELSEWHERE.search(path):
             return PhaseFinding(

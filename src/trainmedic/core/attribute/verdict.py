@@ -36,6 +36,7 @@ from trainmedic.core.attribute.culprit import find_culprit, first_real_failure
 from trainmedic.core.attribute.duplicate_ranks import ranks_claimed_twice
 from trainmedic.core.attribute.evidence import EvidenceFinding, read_evidence
 from trainmedic.core.attribute.facts import JobFacts
+from trainmedic.core.attribute.group_bandwidth import group_slower_than_its_part
 from trainmedic.core.attribute.learned import learned_fallback
 from trainmedic.core.attribute.local_launch import init_without_hostfile
 from trainmedic.core.attribute.lock_wait import lock_wait_on_object_mount
@@ -237,7 +238,7 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
         )
         if finding is not None:
             return from_finding(finding, events, facts, (), layer="mechanism (unfinished)")
-        finding = benchmark_copies(facts.timelines)
+        finding = benchmark_copies(facts.timelines) or group_slower_than_its_part(facts.text)
         if finding is not None:
             return from_finding(finding, events, facts, (), layer="mechanism (benchmark)")
         return NO_FAILURE
