@@ -4,7 +4,8 @@ A watchdog timeout only says that a collective did not complete. Who is to blame
 what the ranks say about each other (each rule a mechanism, in order of trust):
 
 * **different collectives**: ranks timed out in collectives of different types at their
-  positions (rank 0 in ALLREDUCE, rank 3 in ALLGATHER), NCCL's own trace shows processes in
+  positions (rank 0 in ALLREDUCE, rank 3 in ALLGATHER at one SeqNum; SeqNums far apart are
+  different groups, ``culprit.one_sequence``), NCCL's own trace shows processes in
   different operations at the same opCount, or an analyser (Flight Recorder, DeepSpeed's trace
   check, c10d's debug mode) says the ranks did not join the same collective: the program
   issued different collectives on different ranks (an application desync);
@@ -26,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from trainmedic.core.attribute.culprit import event_rank
+from trainmedic.core.attribute.culprit import event_rank, one_sequence
 from trainmedic.core.attribute.phase import PhaseFinding
 from trainmedic.core.logparse.collective import CollectiveTrace
 from trainmedic.core.logparse.summary import ProgressSummary
@@ -89,16 +90,20 @@ def _desync(kind: str, basis: str, confidence: float) -> PhaseFinding:
 
 
 def _different_types(timeouts: Sequence[Event]) -> PhaseFinding | None:
-    by_rank: dict[tuple[str | None, int], str] = {}
+    by_rank: dict[tuple[str | None, int], tuple[str, int | None]] = {}
     for event in timeouts:
         m = _WORK.search(event.text) or _OPTYPE.search(event.text)
         rank = event_rank(event)
         if m is None or rank is None:
             continue
         pg = _PG.search(event.text)
-        by_rank[(pg.group(1) if pg else None, rank)] = op_name(m.groups()[-1])
+        seq = int(m.group(1)) if m.re is _WORK else None
+        by_rank[(pg.group(1) if pg else None, rank)] = (op_name(m.groups()[-1]), seq)
     for group in {g for g, _ in by_rank}:
-        ops = {r: op for (g, r), op in by_rank.items() if g == group}
+        works = {r: work for (g, r), work in by_rank.items() if g == group}
+        ops = {r: op for r, (op, _) in works.items()}
+        if not one_sequence([s for _, s in works.values() if s is not None]):
+            continue
         if len(set(ops.values())) > 1:
             shown = ", ".join(f"rank {r} in {op}" for r, op in sorted(ops.items())[:4])
             return _desync("ranks timed out in different collectives", shown, 0.55)

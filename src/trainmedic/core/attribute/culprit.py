@@ -41,6 +41,24 @@ def collective_position(text: str) -> int | None:
     return int(m.group(1)) - 1 if m else None
 
 
+SEQNUM_SLACK = 16
+"""SeqNums of one group's stalled works may differ by this many (or a quarter of the larger):
+ranks that queued a few asynchronous works more than their peers before the group stalled."""
+
+
+def one_sequence(seqnums: Sequence[int]) -> bool:
+    """Whether the timed-out works' SeqNums can be positions in one group's sequence. Every
+    member of a group makes each of its collectives, so the ranks of one group that time out
+    wait at (nearly) one SeqNum, a desync included. Counts far apart (20 thousand against 370
+    thousand) are different groups' counters (a tensor-parallel and a data-parallel group on
+    lines that name no PG): neither their types nor their positions say anything of each
+    other."""
+    if len(seqnums) < 2:
+        return True
+    high = max(seqnums)
+    return high - min(seqnums) <= max(SEQNUM_SLACK, high // 4)
+
+
 def event_rank(event: Event) -> int | None:
     if event.rank is not None:
         return event.rank
@@ -109,7 +127,7 @@ def find_culprit(
     if timed_out and len(silent) == 1:
         return Culprit(silent[0], None, f"rank {silent[0]} is the only rank that did not time out")
     positions = {r: p for r, p in timed_out.items() if p is not None}
-    if len(set(positions.values())) > 1:
+    if len(set(positions.values())) > 1 and one_sequence(list(positions.values())):
         lowest = min(positions.values())
         behind = sorted(r for r, p in positions.items() if p == lowest)
         if len(behind) == 1:

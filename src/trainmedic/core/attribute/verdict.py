@@ -36,6 +36,7 @@ from trainmedic.core.attribute.culprit import find_culprit, first_real_failure
 from trainmedic.core.attribute.duplicate_ranks import ranks_claimed_twice
 from trainmedic.core.attribute.evidence import EvidenceFinding, read_evidence
 from trainmedic.core.attribute.facts import JobFacts
+from trainmedic.core.attribute.graph_capture import capture_never_finished
 from trainmedic.core.attribute.group_bandwidth import group_slower_than_its_part
 from trainmedic.core.attribute.learned import learned_fallback
 from trainmedic.core.attribute.local_launch import init_without_hostfile
@@ -229,12 +230,14 @@ def _layers(events: Sequence[Event], facts: JobFacts) -> Verdict:
         # No failure line at all, but a log that stops half-way through saying something
         # (``unfinished.py``); an earlier failure line would say more than where it stopped.
         # A local-only fallback launch before a cut in the group's set-up says why it failed.
-        # A last wait for a file lock on a FUSE-mounted object store is where it hangs.
+        # A last wait for a file lock on a FUSE-mounted object store is where it hangs, and
+        # an inference engine's graph capture the log ends inside is where its start-up did.
         finding = (
             init_without_hostfile(facts.text, facts.timelines)
             or traceback_cut(facts.timelines)
             or allocation_never_granted(facts.timelines, facts.progress)
             or lock_wait_on_object_mount(facts.text)
+            or capture_never_finished(facts.text)
         )
         if finding is not None:
             return from_finding(finding, events, facts, (), layer="mechanism (unfinished)")
