@@ -211,6 +211,8 @@ COLLECTIVE_TIMEOUTS = frozenset(
         "nccl.dump_signal",
         "nccl.communicator_aborted",
         "gloo.timeout",
+        # the watchdog thread's stack with its message cut: the timeout it mostly raises
+        "nccl.watchdog_thread_stack",
     }
 )
 """The catalogue's cascades that say a collective among the ranks ran out of time (not a
