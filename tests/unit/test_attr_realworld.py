@@ -91,6 +91,8 @@ FLOORS = {
     "batch68": 0.86,
     "batch66": 0.82,
     "batch67": 0.58,
+    "batch69": 0.84,
+    "batch70": 0.60,
 }
 """High+medium category accuracy after fixes (batch01 28/31, batch02 39/44, batch03 38/41,
 batch04 33/37, batch05 35/38, batch06 38/45 when set; batch07 37/38, d-fix07; batch08 28/36,
@@ -110,7 +112,7 @@ batch52 11/12, d-fix51; batch53 10/12, d-fix53; batch54 11/14 and batch55 15/19,
 d-fix54; batch56 16/18 and batch57 9/11, d-fix56; batch60 7/13 and batch61 16/17,
 d-fix60; batch58 14/16 and batch59 11/12, d-fix58; batch62 8/17 and batch63 4/10,
 d-fix62; batch64 20/20 and batch65 10/12, d-fix64; batch66 14/17 and batch67 10/17,
-d-fix66; batch68 13/15, d-fix68)."""
+d-fix66; batch68 13/15, d-fix68; batch69 11/13 and batch70 6/10, d-fix69)."""
 
 
 @pytest.fixture(scope="module")

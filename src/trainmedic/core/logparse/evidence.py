@@ -124,6 +124,11 @@ _OPTION_NAME = re.compile(
     r"(?i)\w*error_file\w*|\w*on_error\w*|(?<![a-z])errors=|\w*error_handler\w*|\w*_timeout\b"
     r"|\btimeout_\w*|\btimeout\s*[=:]\s*\d|\w*raise_on\w*|\w*fail_on\w*|\w*fault.?toleran\w*"
     r"|\w*auto.?requeue\w*|--[\w-]*(?:timeout|error|fail)[\w-]*"
+    # a component named after what it watches for (Spark's "TaskFailureListener is registered",
+    # an "ErrorHandler" or "TimeoutCallback" installed): a class name, no event; a line that
+    # also says something failed keeps its other words
+    r"|(?-i:\w*(?:Failure|Failed|Error|Exception|Fault|Timeout|Crash)(?:Listener|Handler"
+    r"|Callback|Hook|Detector|Reporter|Tracker|Monitor|Policy|Strategy|Notifier|Interceptor)s?)\b"
 )
 # Traceback frames, C++ frames, rich panels, and "#" comment lines (benchmark table headers
 # such as nccl-tests' "... busbw  error" column row).

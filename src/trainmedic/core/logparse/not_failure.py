@@ -113,4 +113,8 @@ NOT_FAILURE = re.compile(
     # errors", "pre-FEC errors"): what forward error correction exists to correct, so a healthy
     # link at speed shows them; the effective (post-FEC) count and symbol errors stay evidence
     r"|^\s*(?:raw|pre-?fec)(?: physical)? (?:bit )?errors?(?: per lane)?\s*[:=]"
+    # a socket call on descriptor -1 (UCX's sock.c "send(fd=-1) failed: Bad file descriptor",
+    # recv/sendmsg alike): the library's own endpoint, already closed, touched again while it
+    # sets up or tears down its connections; a live connection failing names its real fd
+    r"|\b(?:send|recv|sendmsg|recvmsg|write|read)v?\(fd=-1\) failed\s*:\s*Bad file descriptor"
 )

@@ -141,6 +141,9 @@ _NCCL_OPENING = re.compile(
     # ("rank 0 nranks 3", the later "Init START")
     r"|\bNET(?:/\w+)?\s*: (?:Using interface|\d+ interfaces? found|\[\d+\])"
     r"|\bUsing internal Network \w+|\brank \d+ nranks \d+\s*$"
+    # the CPU affinity NCCL sets for a rank's GPU ("Setting affinity for GPU 3 to 0fffff"): each
+    # rank prints it once its topology is read, before its first channel connects a peer
+    r"|\bSetting affinity for GPU \d+ to\b"
 )
 # The communicator was formed and used: torn down cleanly, or a benchmark summed up its run.
 _NCCL_USED = re.compile(r"Destroy COMPLETE|Avg bus bandwidth|Out of bounds values")
