@@ -161,7 +161,13 @@ _NOT_THE_MECHANISM: dict[str, str] = {
 def test_near_misses_are_not_the_mechanism(tmp_path: Path, name: str) -> None:
     verdict = verdict_of(tmp_path, _NOT_THE_MECHANISM[name])
     assert verdict.failure, (name, verdict)
-    assert verdict.category is not Category.SYSTEM_SOFTWARE, (name, verdict)
+    # Neither the elastic-restart mechanism nor a confident system_software reading: what the
+    # learned layer guesses for an unknown (at most 0.3, "learned evidence layer" in the basis)
+    # is its own layer's answer and moves with each retrain.
+    assert "elastic restart" not in verdict.basis, (name, verdict)
+    assert verdict.category is not Category.SYSTEM_SOFTWARE or (
+        "learned evidence layer" in verdict.basis and verdict.confidence <= 0.3
+    ), (name, verdict)
 
 
 @pytest.mark.parametrize(
