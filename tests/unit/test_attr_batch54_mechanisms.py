@@ -9,7 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.unit.log_verdict import assert_healthy, assert_mechanism, verdict_of
+from tests.unit.log_verdict import (
+    family_test,
+    healthy_test,
+    verdict_of,
+)
 
 from trainmedic.core.model import Category, Kind
 
@@ -191,14 +195,10 @@ _DIFFERENT_CAUSE: dict[str, tuple[str, Category]] = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(_FAILURES))
-def test_mechanism_family(tmp_path: Path, name: str) -> None:
-    assert_mechanism(tmp_path, name, _FAILURES[name])
+test_mechanism_family = family_test(_FAILURES)
 
 
-@pytest.mark.parametrize("name", sorted(_HEALTHY))
-def test_healthy_counter_case(tmp_path: Path, name: str) -> None:
-    assert_healthy(tmp_path, name, _HEALTHY[name])
+test_healthy_counter_case = healthy_test(_HEALTHY)
 
 
 @pytest.mark.parametrize("name", sorted(_DIFFERENT_CAUSE))
