@@ -57,3 +57,17 @@ def healthy_test(texts: Mapping[str, str]) -> CaseTest:
         assert_healthy(tmp_path, name, texts[name])
 
     return test
+
+
+def lookalike_test(cases: Mapping[str, tuple[str, Category]]) -> CaseTest:
+    """One parametrised test over look-alikes: each is still a failure, but not of the category
+    named beside it (a line shaped like a mechanism's that another cause printed)."""
+
+    @pytest.mark.parametrize("name", sorted(cases))
+    def test(tmp_path: Path, name: str) -> None:
+        text, not_category = cases[name]
+        verdict = verdict_of(tmp_path, text)
+        assert verdict.failure, (name, verdict)
+        assert verdict.category is not not_category, (name, verdict)
+
+    return test

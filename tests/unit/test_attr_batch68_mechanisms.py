@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.unit.log_verdict import family_test, healthy_test, verdict_of
+from tests.unit.log_verdict import family_test, healthy_test, lookalike_test, verdict_of
 
 from trainmedic.core.attribute.culprit import one_sequence
 from trainmedic.core.model import Category, Kind
@@ -173,12 +173,7 @@ _NOT_THIS: dict[str, tuple[str, Category]] = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(_NOT_THIS))
-def test_lookalikes_keep_another_reading(tmp_path: Path, name: str) -> None:
-    text, not_category = _NOT_THIS[name]
-    verdict = verdict_of(tmp_path, text)
-    assert verdict.failure, (name, verdict)
-    assert verdict.category is not not_category, (name, verdict)
+test_lookalikes_keep_another_reading = lookalike_test(_NOT_THIS)
 
 
 def test_one_groups_desync_is_still_the_application(tmp_path: Path) -> None:
